@@ -1,0 +1,80 @@
+"""The IR: expressions, statements, buffers, functions, modules, traversal and equality."""
+
+from tilewright.ir import op
+from tilewright.ir.buffer import Buffer, BufferRegion, decl_buffer
+from tilewright.ir.dtype import DataType, dtype
+from tilewright.ir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOp,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    CmpOp,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Ramp,
+    Range,
+    Select,
+    StringImm,
+    Sub,
+    Var,
+)
+from tilewright.ir.function import PrimFunc
+from tilewright.ir.functor import (
+    Mutator,
+    Visitor,
+    collect_vars,
+    post_order_visit,
+    pre_order_visit,
+    substitute,
+)
+from tilewright.ir.module import IRModule
+from tilewright.ir.node import Node
+from tilewright.ir.op import cast, const, convert
+from tilewright.ir.stmt import (
+    Allocate,
+    AttrStmt,
+    Attrs,
+    Block,
+    BlockRealize,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    IterKind,
+    IterVar,
+    LetStmt,
+    MatchBufferRegion,
+    SeqStmt,
+    Stmt,
+    attrs,
+    seq,
+)
+from tilewright.ir.structural import (
+    assert_structural_equal,
+    find_mismatch,
+    structural_equal,
+    structural_hash,
+)
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,122 @@
+"""Buffers (named, shaped, typed storage) and the regions of them that statements touch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tilewright.ir.dtype import DataType, dtype, handle, int32
+from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
+from tilewright.ir.node import Node, node
+from tilewright.ir.op import convert
+
+DEFAULT_ALIGN = 64
+
+
+@node
+class Buffer(Node):
+    """A multi-dimensional view of memory.
+
+    ``data`` is the handle variable of the storage; ``strides`` is empty for a compact
+    row-major buffer; ``scope`` is the storage scope (``global``, ``shared``, ``local``, ...).
+    Identity matters: two loads refer to the same buffer only if they hold the same object.
+
+    Example::
+
+        >>> A = decl_buffer((4, 8), "float32", "A")
+        >>> A[1, 2]          # a BufferLoad
+    """
+
+    name: str
+    shape: tuple[PrimExpr, ...]
+    dtype: DataType
+    data: Var
+    strides: tuple[PrimExpr, ...] = ()
+    elem_offset: PrimExpr = IntImm(0, int32)
+    scope: str = "global"
+    align: int = DEFAULT_ALIGN
+    offset_factor: int = 1
+    layout: Node | None = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, indices: object) -> PrimExpr | BufferRegion:
+        """``A[i, j]`` loads an element; ``A[i : i + 3, j]`` is a region."""
+        items = indices if isinstance(indices, tuple) else (indices,)
+        if any(isinstance(i, slice) for i in items):
+            return BufferRegion.from_indices(self, items)
+        return BufferLoad(self, tuple(convert(i) for i in items))
+
+    def load(self, indices: Sequence[PrimExpr | int]) -> BufferLoad:
+        return BufferLoad(self, tuple(convert(i) for i in indices))
+
+    def with_shape(self, shape: Sequence[PrimExpr | int]) -> Buffer:
+        return self.replace(shape=tuple(convert(s) for s in shape))  # type: ignore[return-value]
+
+
+def decl_buffer(
+    shape: Sequence[PrimExpr | int] | PrimExpr | int,
+    dtype_: str | DataType = "float32",
+    name: str = "buffer",
+    scope: str = "global",
+    *,
+    data: Var | None = None,
+    strides: Sequence[PrimExpr | int] = (),
+    elem_offset: PrimExpr | int = 0,
+    align: int = DEFAULT_ALIGN,
+    offset_factor: int = 1,
+    layout: Node | None = None,
+) -> Buffer:
+    """A new buffer with a fresh data variable unless ``data`` is given."""
+    dims = shape if isinstance(shape, Sequence) else (shape,)
+    return Buffer(
+        name=name,
+        shape=tuple(convert(s) for s in dims),
+        dtype=dtype(dtype_),
+        data=data if data is not None else Var(name, handle),
+        strides=tuple(convert(s) for s in strides),
+        elem_offset=convert(elem_offset),
+        scope=scope,
+        align=align,
+        offset_factor=offset_factor,
+        layout=layout,
+    )
+
+
+@node
+class BufferRegion(Node):
+    """A rectangular region of a buffer: one ``Range`` per dimension."""
+
+    buffer: Buffer
+    region: tuple[Range, ...]
+
+    @staticmethod
+    def full(buffer: Buffer) -> BufferRegion:
+        """The whole buffer."""
+        return BufferRegion(buffer, tuple(Range(IntImm(0, s.dtype), s) for s in buffer.shape))
+
+    @staticmethod
+    def from_indices(buffer: Buffer, items: Sequence[object]) -> BufferRegion:
+        """A region from indices and slices, as written in ``A[vi : vi + 3, 0]``."""
+        ranges = []
+        for dim, item in enumerate(items):
+            if isinstance(item, slice):
+                if item.step not in (None, 1):
+                    raise ValueError(f"buffer {buffer.name}: region slices take no step")
+                start = convert(0 if item.start is None else item.start)
+                stop = buffer.shape[dim] if item.stop is None else convert(item.stop)
+                ranges.append(Range(start, _extent(start, stop)))
+            else:
+                index = convert(item)
+                ranges.append(Range(index, IntImm(1, index.dtype)))
+        return BufferRegion(buffer, tuple(ranges))
+
+
+def _extent(start: PrimExpr, stop: PrimExpr) -> PrimExpr:
+    # A slice `vi : vi + 3` has extent 3, not `vi + 3 - vi`.
+    from tilewright.ir.expr import Add
+
+    if isinstance(stop, Add) and stop.a is start:
+        return stop.b
+    return stop - start

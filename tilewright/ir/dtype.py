@@ -1,0 +1,128 @@
+"""Data types: parse dtype strings such as ``"float32"`` or ``"int8x4"`` into ``DataType``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+_CODES = ("int", "uint", "float", "bfloat", "bool", "handle", "void")
+_PATTERN = re.compile(r"^(int|uint|float|bfloat|bool|handle|void)(\d*)(?:x(\d+))?$")
+_DEFAULT_BITS = {"int": 32, "uint": 32, "float": 32, "bfloat": 16, "bool": 1, "handle": 64, "void": 0}
+
+
+@dataclass(frozen=True, slots=True)
+class DataType:
+    """A scalar or vector element type: a type code, a bit width and a lane count.
+
+    Example::
+
+        >>> DataType.parse("float32x4")
+        DataType('float32x4')
+        >>> DataType.parse("int8").bits
+        8
+    """
+
+    code: str
+    bits: int
+    lanes: int = 1
+
+    @staticmethod
+    def parse(text: str | DataType) -> DataType:
+        """The ``DataType`` for ``text``; ``ValueError`` names an unknown spelling."""
+        if isinstance(text, DataType):
+            return text
+        return _parse(text)
+
+    @property
+    def is_int(self) -> bool:
+        return self.code == "int"
+
+    @property
+    def is_uint(self) -> bool:
+        return self.code == "uint"
+
+    @property
+    def is_integer(self) -> bool:
+        """True for signed and unsigned integers (not bool)."""
+        return self.code in ("int", "uint")
+
+    @property
+    def is_float(self) -> bool:
+        """True for float16/32/64 and bfloat16."""
+        return self.code in ("float", "bfloat")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.code == "bool"
+
+    @property
+    def is_handle(self) -> bool:
+        return self.code == "handle"
+
+    @property
+    def is_void(self) -> bool:
+        return self.code == "void"
+
+    @property
+    def is_vector(self) -> bool:
+        return self.lanes > 1
+
+    @property
+    def element(self) -> DataType:
+        """The scalar type of one lane."""
+        return DataType(self.code, self.bits, 1)
+
+    @property
+    def bytes(self) -> int:
+        """Storage size of one value of this type, all lanes, in bytes (bool takes one byte)."""
+        return max(self.bits, 8) // 8 * self.lanes
+
+    def with_lanes(self, lanes: int) -> DataType:
+        return DataType(self.code, self.bits, lanes)
+
+    def __str__(self) -> str:
+        if self.code in ("bool", "handle", "void"):
+            base = self.code
+        else:
+            base = f"{self.code}{self.bits}"
+        return base if self.lanes == 1 else f"{base}x{self.lanes}"
+
+    def __repr__(self) -> str:
+        return f"DataType({str(self)!r})"
+
+
+@lru_cache(maxsize=None)
+def _parse(text: str) -> DataType:
+    match = _PATTERN.match(text)
+    if match is None:
+        raise ValueError(f"unknown dtype {text!r}; expected one of {', '.join(_CODES)} with bits")
+    code, bits, lanes = match.group(1), match.group(2), match.group(3)
+    width = int(bits) if bits else _DEFAULT_BITS[code]
+    valid = {
+        "int": (8, 16, 32, 64),
+        "uint": (8, 16, 32, 64),
+        "float": (8, 16, 32, 64),
+        "bfloat": (16,),
+        "bool": (1, 8),
+        "handle": (64,),
+        "void": (0,),
+    }[code]
+    if width not in valid:
+        raise ValueError(f"unknown dtype {text!r}: {code} takes widths {valid}")
+    if code == "bool":
+        width = 1
+    return DataType(code, width, int(lanes) if lanes else 1)
+
+
+def dtype(value: str | DataType) -> DataType:
+    """Shorthand for ``DataType.parse``."""
+    return DataType.parse(value)
+
+
+int32 = DataType("int", 32)
+int64 = DataType("int", 64)
+float32 = DataType("float", 32)
+bool_ = DataType("bool", 1)
+handle = DataType("handle", 64)
+void = DataType("void", 0)

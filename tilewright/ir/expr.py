@@ -1,0 +1,349 @@
+"""Expression nodes: variables, constants, arithmetic, comparisons, loads, vectors, calls."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tilewright.ir.dtype import DataType, bool_, handle
+from tilewright.ir.node import Node, node
+
+if TYPE_CHECKING:
+    from tilewright.ir.buffer import Buffer
+
+Operand = "PrimExpr | int | float | bool"
+
+
+class PrimExpr(Node):
+    """Base of scalar and vector expressions; Python operators build IR (``x * 2 + 1``).
+
+    ``==`` and ``!=`` keep Python's identity meaning so that nodes can key dicts; use
+    ``tilewright.ir.op.eq`` / ``ne`` (or ``T.EQ``) for the IR comparison.
+    """
+
+    __slots__ = ()
+    dtype: DataType  # a field or a property of each concrete node
+
+    def __add__(self, other: Operand) -> PrimExpr:
+        return _op.add(self, other)
+
+    def __radd__(self, other: Operand) -> PrimExpr:
+        return _op.add(other, self)
+
+    def __sub__(self, other: Operand) -> PrimExpr:
+        return _op.sub(self, other)
+
+    def __rsub__(self, other: Operand) -> PrimExpr:
+        return _op.sub(other, self)
+
+    def __mul__(self, other: Operand) -> PrimExpr:
+        return _op.mul(self, other)
+
+    def __rmul__(self, other: Operand) -> PrimExpr:
+        return _op.mul(other, self)
+
+    def __truediv__(self, other: Operand) -> PrimExpr:
+        return _op.div(self, other)
+
+    def __rtruediv__(self, other: Operand) -> PrimExpr:
+        return _op.div(other, self)
+
+    def __floordiv__(self, other: Operand) -> PrimExpr:
+        return _op.floordiv(self, other)
+
+    def __rfloordiv__(self, other: Operand) -> PrimExpr:
+        return _op.floordiv(other, self)
+
+    def __mod__(self, other: Operand) -> PrimExpr:
+        return _op.floormod(self, other)
+
+    def __rmod__(self, other: Operand) -> PrimExpr:
+        return _op.floormod(other, self)
+
+    def __neg__(self) -> PrimExpr:
+        return _op.neg(self)
+
+    def __lt__(self, other: Operand) -> PrimExpr:
+        return _op.lt(self, other)
+
+    def __le__(self, other: Operand) -> PrimExpr:
+        return _op.le(self, other)
+
+    def __gt__(self, other: Operand) -> PrimExpr:
+        return _op.gt(self, other)
+
+    def __ge__(self, other: Operand) -> PrimExpr:
+        return _op.ge(self, other)
+
+    def __and__(self, other: Operand) -> PrimExpr:
+        return _op.logical_and(self, other)
+
+    def __rand__(self, other: Operand) -> PrimExpr:
+        return _op.logical_and(other, self)
+
+    def __or__(self, other: Operand) -> PrimExpr:
+        return _op.logical_or(self, other)
+
+    def __ror__(self, other: Operand) -> PrimExpr:
+        return _op.logical_or(other, self)
+
+    def __invert__(self) -> PrimExpr:
+        return _op.logical_not(self)
+
+
+@node
+class Var(PrimExpr):
+    """A variable; identity is the object, ``name`` is only a hint for printing."""
+
+    name: str
+    dtype: DataType
+
+
+@node
+class IntImm(PrimExpr):
+    """An integer (or bool) constant."""
+
+    value: int
+    dtype: DataType
+
+    def __int__(self) -> int:
+        return self.value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+@node
+class FloatImm(PrimExpr):
+    """A floating-point constant."""
+
+    value: float
+    dtype: DataType
+
+    def __float__(self) -> float:
+        return self.value
+
+
+@node
+class StringImm(PrimExpr):
+    """A string constant (intrinsic arguments, messages)."""
+
+    value: str
+
+    @property
+    def dtype(self) -> DataType:
+        return handle
+
+
+@node
+class Cast(PrimExpr):
+    """Convert ``value`` to ``dtype``."""
+
+    dtype: DataType
+    value: PrimExpr
+
+
+@node
+class BinaryOp(PrimExpr):
+    """Base of the two-operand arithmetic nodes; the result has the operands' dtype."""
+
+    a: PrimExpr
+    b: PrimExpr
+
+    @property
+    def dtype(self) -> DataType:
+        return self.a.dtype
+
+
+@node
+class Add(BinaryOp):
+    pass
+
+
+@node
+class Sub(BinaryOp):
+    pass
+
+
+@node
+class Mul(BinaryOp):
+    pass
+
+
+@node
+class Div(BinaryOp):
+    """Division; truncating for integers (C semantics)."""
+
+
+@node
+class Mod(BinaryOp):
+    """Remainder of truncating division (C's ``%``)."""
+
+
+@node
+class FloorDiv(BinaryOp):
+    """Division rounding toward negative infinity (Python's ``//``)."""
+
+
+@node
+class FloorMod(BinaryOp):
+    """Remainder of floor division; has the divisor's sign (Python's ``%``)."""
+
+
+@node
+class Min(BinaryOp):
+    pass
+
+
+@node
+class Max(BinaryOp):
+    pass
+
+
+@node
+class CmpOp(PrimExpr):
+    """Base of comparisons; the result is bool with the operands' lanes."""
+
+    a: PrimExpr
+    b: PrimExpr
+
+    @property
+    def dtype(self) -> DataType:
+        return bool_.with_lanes(self.a.dtype.lanes)
+
+
+@node
+class EQ(CmpOp):
+    pass
+
+
+@node
+class NE(CmpOp):
+    pass
+
+
+@node
+class LT(CmpOp):
+    pass
+
+
+@node
+class LE(CmpOp):
+    pass
+
+
+@node
+class GT(CmpOp):
+    pass
+
+
+@node
+class GE(CmpOp):
+    pass
+
+
+@node
+class And(CmpOp):
+    """Logical and of two bool expressions."""
+
+
+@node
+class Or(CmpOp):
+    """Logical or of two bool expressions."""
+
+
+@node
+class Not(PrimExpr):
+    a: PrimExpr
+
+    @property
+    def dtype(self) -> DataType:
+        return self.a.dtype
+
+
+@node
+class Select(PrimExpr):
+    """``true_value if condition else false_value``; both sides are evaluated."""
+
+    condition: PrimExpr
+    true_value: PrimExpr
+    false_value: PrimExpr
+
+    @property
+    def dtype(self) -> DataType:
+        return self.true_value.dtype
+
+
+@node
+class BufferLoad(PrimExpr):
+    """Read ``buffer[indices]``; a vector index (a ``Ramp``) loads several lanes."""
+
+    buffer: Buffer
+    indices: tuple[PrimExpr, ...]
+
+    @property
+    def dtype(self) -> DataType:
+        lanes = self.indices[-1].dtype.lanes if self.indices else 1
+        return self.buffer.dtype.with_lanes(self.buffer.dtype.lanes * lanes)
+
+
+@node
+class Ramp(PrimExpr):
+    """The vector ``[base, base + stride, ..., base + (lanes - 1) * stride]``."""
+
+    base: PrimExpr
+    stride: PrimExpr
+    lanes: int
+
+    @property
+    def dtype(self) -> DataType:
+        return self.base.dtype.with_lanes(self.lanes)
+
+
+@node
+class Broadcast(PrimExpr):
+    """``value`` repeated in ``lanes`` lanes."""
+
+    value: PrimExpr
+    lanes: int
+
+    @property
+    def dtype(self) -> DataType:
+        return self.value.dtype.with_lanes(self.lanes)
+
+
+@node
+class Let(PrimExpr):
+    """``body`` with ``var`` bound to ``value``."""
+
+    var: Var
+    value: PrimExpr
+    body: PrimExpr
+
+    @property
+    def dtype(self) -> DataType:
+        return self.body.dtype
+
+
+@node
+class Call(PrimExpr):
+    """An intrinsic call such as ``exp`` or ``if_then_else``; ``op`` names the intrinsic."""
+
+    dtype: DataType
+    op: str
+    args: tuple[PrimExpr, ...]
+
+
+@node
+class Range(Node):
+    """The half-open interval ``[min, min + extent)``."""
+
+    min: PrimExpr
+    extent: PrimExpr
+
+    @staticmethod
+    def from_min_extent(min_value: PrimExpr | int, extent: PrimExpr | int) -> Range:
+        return Range(_op.convert(min_value), _op.convert(extent))
+
+
+# op builds nodes of this module; imported last so that both modules can refer to each other.
+from tilewright.ir import op as _op  # noqa: E402

@@ -1,0 +1,78 @@
+"""The base of every IR node: field access, ``replace`` and printing derived from dataclass fields."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from functools import lru_cache
+
+
+class Node:
+    """Base class of IR nodes.
+
+    Every node is a frozen, slotted dataclass compared by identity (``==`` is ``is``);
+    ``tilewright.ir.structural_equal`` compares structure. Traversal is derived from the
+    dataclass fields, so visitors and mutators need no per-node table.
+    """
+
+    __slots__ = ()
+
+    def field_names(self) -> tuple[str, ...]:
+        return _field_names(type(self))
+
+    def field_items(self) -> Iterator[tuple[str, object]]:
+        for name in _field_names(type(self)):
+            yield name, getattr(self, name)
+
+    def children(self) -> Iterator[Node]:
+        """The nodes directly held by this node's fields, tuples flattened, in field order."""
+        for _, value in self.field_items():
+            yield from _nodes_in(value)
+
+    def replace(self, **changes: object) -> Node:
+        """A copy with the given fields changed; ``self`` when every change is identical."""
+        if all(getattr(self, key) is value for key, value in changes.items()):
+            return self
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    def script(self) -> str:
+        """This node as TVMScript-style text."""
+        # The printer lives in a later package of the pipeline; import on use.
+        from tilewright.script.printer import script
+
+        return script(self)
+
+    def show(self) -> None:
+        """Print ``script()``, highlighted on a terminal."""
+        from tilewright.script.highlight import show
+
+        show(self.script())
+
+    def __repr__(self) -> str:
+        try:
+            return self.script()
+        except Exception:  # noqa: BLE001 - repr must never raise, even for malformed IR
+            return f"<{type(self).__name__} at {id(self):#x}>"
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
+    def __bool__(self) -> bool:
+        return True
+
+
+def _nodes_in(value: object) -> Iterator[Node]:
+    if isinstance(value, Node):
+        yield value
+    elif isinstance(value, tuple):
+        for item in value:
+            yield from _nodes_in(item)
+
+
+@lru_cache(maxsize=None)
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+# The one dataclass idiom for IR nodes: immutable, slotted, identity equality, printer repr.
+node = dataclasses.dataclass(frozen=True, slots=True, eq=False, repr=False)

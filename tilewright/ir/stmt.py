@@ -1,0 +1,180 @@
+"""Statement nodes: stores, loops, blocks, control flow, allocation."""
+
+from __future__ import annotations
+
+import enum
+
+from tilewright.ir.buffer import Buffer, BufferRegion
+from tilewright.ir.expr import PrimExpr, Range, Var
+from tilewright.ir.node import Node, node
+
+# Annotations: (key, value) pairs sorted by key, so that equal dicts give equal nodes.
+AttrValue = int | float | str | bool | PrimExpr | tuple
+Attrs = tuple[tuple[str, AttrValue], ...]
+
+
+def attrs(mapping: dict[str, AttrValue] | Attrs | None = None) -> Attrs:
+    """Normalise a dict (or pairs) of annotations into the sorted tuple form nodes hold."""
+    if not mapping:
+        return ()
+    items = mapping.items() if isinstance(mapping, dict) else mapping
+    return tuple(sorted(((str(k), _freeze(v)) for k, v in items), key=lambda kv: kv[0]))
+
+
+def _freeze(value: object) -> AttrValue:
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return attrs(value)
+    return value  # type: ignore[return-value]
+
+
+class Stmt(Node):
+    """Base of statements."""
+
+    __slots__ = ()
+
+
+@node
+class BufferStore(Stmt):
+    """``buffer[indices] = value``."""
+
+    buffer: Buffer
+    value: PrimExpr
+    indices: tuple[PrimExpr, ...]
+
+
+class ForKind(enum.Enum):
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZED = "vectorized"
+    UNROLLED = "unroll"
+    THREAD_BINDING = "thread_binding"
+
+
+@node
+class For(Stmt):
+    """``for loop_var in range(min, min + extent)``; ``thread_tag`` names the bound thread axis."""
+
+    loop_var: Var
+    min: PrimExpr
+    extent: PrimExpr
+    kind: ForKind
+    body: Stmt
+    thread_tag: str = ""
+    annotations: Attrs = ()
+
+
+class IterKind(enum.Enum):
+    SPATIAL = "spatial"
+    REDUCE = "reduce"
+    SCAN = "scan"
+    OPAQUE = "opaque"
+
+
+@node
+class IterVar(Node):
+    """A block iterator: its variable, domain and kind (spatial or reduce)."""
+
+    var: Var
+    dom: Range
+    kind: IterKind
+
+
+@node
+class Block(Stmt):
+    """A unit of computation with declared iterators and buffer accesses (TensorIR's block).
+
+    ``init`` runs before the first iteration of the reduction iterators; ``alloc_buffers``
+    live for the block's body.
+    """
+
+    name: str
+    iter_vars: tuple[IterVar, ...]
+    reads: tuple[BufferRegion, ...]
+    writes: tuple[BufferRegion, ...]
+    body: Stmt
+    init: Stmt | None = None
+    alloc_buffers: tuple[Buffer, ...] = ()
+    match_buffers: tuple[MatchBufferRegion, ...] = ()
+    annotations: Attrs = ()
+
+
+@node
+class MatchBufferRegion(Node):
+    """Inside a block, ``buffer`` is a view of ``source``."""
+
+    buffer: Buffer
+    source: BufferRegion
+
+
+@node
+class BlockRealize(Stmt):
+    """Runs ``block`` with its iterators bound to ``iter_values`` when ``predicate`` holds."""
+
+    iter_values: tuple[PrimExpr, ...]
+    predicate: PrimExpr
+    block: Block
+
+
+@node
+class SeqStmt(Stmt):
+    """Statements in order."""
+
+    seq: tuple[Stmt, ...]
+
+
+@node
+class IfThenElse(Stmt):
+    condition: PrimExpr
+    then_case: Stmt
+    else_case: Stmt | None = None
+
+
+@node
+class LetStmt(Stmt):
+    """``body`` with ``var`` bound to ``value``."""
+
+    var: Var
+    value: PrimExpr
+    body: Stmt
+
+
+@node
+class Evaluate(Stmt):
+    """Evaluate an expression for its effect (an intrinsic call)."""
+
+    value: PrimExpr
+
+
+@node
+class Allocate(Stmt):
+    """Storage for ``buffer`` (in its scope) during ``body``."""
+
+    buffer: Buffer
+    body: Stmt
+
+
+@node
+class AttrStmt(Stmt):
+    """An attribute ``key = value`` attached to ``node`` for the extent of ``body``."""
+
+    node: Node
+    key: str
+    value: PrimExpr
+    body: Stmt
+
+
+def seq(*stmts: Stmt | None) -> Stmt:
+    """Statements in order, nested sequences flattened; a single statement stays itself."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, SeqStmt):
+            flat.extend(s.seq)
+        else:
+            flat.append(s)
+    if len(flat) == 1:
+        return flat[0]
+    return SeqStmt(tuple(flat))
