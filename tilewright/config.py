@@ -32,11 +32,13 @@ class Config:
 
     # TILEWRIGHT_CACHE_DIR: where compiled kernels are cached by content hash.
     cache_dir: Path = dataclasses.field(
-        default_factory=lambda: _env_path(
-            "TILEWRIGHT_CACHE_DIR", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-            / "tilewright"
+        default_factory=lambda: (
+            _env_path(
+                "TILEWRIGHT_CACHE_DIR",
+                Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tilewright",
+            )
+            or Path.home() / ".cache" / "tilewright"
         )
-        or Path.home() / ".cache" / "tilewright"
     )
     # TILEWRIGHT_DUMP_DIR: when set, every lowering stage writes its IR as <kernel>.<stage>.txt.
     dump_dir: Path | None = dataclasses.field(

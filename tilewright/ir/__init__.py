@@ -52,8 +52,8 @@ from tilewright.ir.node import Node
 from tilewright.ir.op import cast, const, convert
 from tilewright.ir.stmt import (
     Allocate,
-    AttrStmt,
     Attrs,
+    AttrStmt,
     Block,
     BlockRealize,
     BufferStore,

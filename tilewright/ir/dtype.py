@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 _CODES = ("int", "uint", "float", "bfloat", "bool", "handle", "void")
 _PATTERN = re.compile(r"^(int|uint|float|bfloat|bool|handle|void)(\d*)(?:x(\d+))?$")
-_DEFAULT_BITS = {"int": 32, "uint": 32, "float": 32, "bfloat": 16, "bool": 1, "handle": 64, "void": 0}
+_DEFAULT_BITS = {
+    "int": 32,
+    "uint": 32,
+    "float": 32,
+    "bfloat": 16,
+    "bool": 1,
+    "handle": 64,
+    "void": 0,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +100,7 @@ class DataType:
         return f"DataType({str(self)!r})"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parse(text: str) -> DataType:
     match = _PATTERN.match(text)
     if match is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cache
 
 
 class Node:
@@ -51,7 +51,7 @@ class Node:
     def __repr__(self) -> str:
         try:
             return self.script()
-        except Exception:  # noqa: BLE001 - repr must never raise, even for malformed IR
+        except Exception:
             return f"<{type(self).__name__} at {id(self):#x}>"
 
     def __str__(self) -> str:
@@ -69,7 +69,7 @@ def _nodes_in(value: object) -> Iterator[Node]:
             yield from _nodes_in(item)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
