@@ -90,10 +90,7 @@ class DataType:
         return DataType(self.code, self.bits, lanes)
 
     def __str__(self) -> str:
-        if self.code in ("bool", "handle", "void"):
-            base = self.code
-        else:
-            base = f"{self.code}{self.bits}"
+        base = self.code if self.code in ("bool", "handle", "void") else f"{self.code}{self.bits}"
         return base if self.lanes == 1 else f"{base}x{self.lanes}"
 
     def __repr__(self) -> str:

@@ -1,4 +1,4 @@
-"""The base of every IR node: field access, ``replace`` and printing derived from dataclass fields."""
+"""The base of every IR node: fields, ``replace`` and printing derived from dataclass fields."""
 
 from __future__ import annotations
 
