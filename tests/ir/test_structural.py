@@ -1,0 +1,62 @@
+import pytest
+
+from tilewright.ir import (
+    BufferStore,
+    For,
+    ForKind,
+    IRModule,
+    PrimFunc,
+    Var,
+    assert_structural_equal,
+    const,
+    decl_buffer,
+    dtype,
+    find_mismatch,
+    structural_equal,
+    structural_hash,
+)
+
+
+def _loop(name="i", buf_name="A", extent=16, value=1.0):
+    i = Var(name, dtype("int32"))
+    a = decl_buffer((16,), "float32", buf_name)
+    body = BufferStore(a, a[i] + value, (i,))
+    loop = For(i, const(0), const(extent), ForKind.SERIAL, body)
+    handle = Var(buf_name, dtype("handle"))
+    return PrimFunc((handle,), loop, ((handle, a),))
+
+
+def test_equal_up_to_renaming():
+    a, b = _loop("i", "A"), _loop("j", "B")
+    assert structural_equal(a, b)
+    assert structural_hash(a) == structural_hash(b)
+
+
+def test_different_constant_is_unequal_and_reported():
+    a, b = _loop(extent=16), _loop(extent=8)
+    assert not structural_equal(a, b)
+    mismatch = find_mismatch(a, b)
+    assert mismatch is not None and mismatch.path.endswith("extent.value")
+    assert structural_hash(a) != structural_hash(b)
+
+
+def test_variable_correspondence_must_be_one_to_one():
+    x, y = Var("x", dtype("int32")), Var("y", dtype("int32"))
+    assert structural_equal(x + x, y + y)
+    assert not structural_equal(x + y, y + y)
+    assert not structural_equal(x + x, x + y)
+
+
+def test_dtype_of_variables_matters():
+    assert not structural_equal(Var("x", dtype("int32")), Var("x", dtype("int64")))
+
+
+def test_hash_is_stable_and_identity_free():
+    first = structural_hash(IRModule({"main": _loop()}))
+    second = structural_hash(IRModule({"main": _loop()}))
+    assert first == second
+
+
+def test_assert_structural_equal_shows_both_sides():
+    with pytest.raises(AssertionError, match=r"structural mismatch at root\.body\.extent"):
+        assert_structural_equal(_loop(extent=16), _loop(extent=8))
