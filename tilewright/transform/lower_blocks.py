@@ -1,0 +1,159 @@
+"""PrimFunc with blocks → loop nest: bindings substituted, predicates as ifs, allocations placed."""
+
+from __future__ import annotations
+
+from tilewright.ir import (
+    Allocate,
+    Block,
+    BlockRealize,
+    Buffer,
+    BufferLoad,
+    BufferRegion,
+    BufferStore,
+    IfThenElse,
+    IntImm,
+    MatchBufferRegion,
+    Mutator,
+    PrimExpr,
+    PrimFunc,
+    Range,
+    Stmt,
+    Var,
+    op,
+    substitute,
+)
+from tilewright.ir.dtype import bool_
+from tilewright.transform.flatten_buffers import element_strides
+
+
+def lower_blocks(func: PrimFunc) -> PrimFunc:
+    """Replace every block by its body, written over the loop variables around it.
+
+    For each ``BlockRealize``: block iterators are replaced by their bindings; a predicate
+    (``T.where``) becomes an ``IfThenElse`` around the body; each ``alloc_buffer`` becomes an
+    ``Allocate`` around it, at the block's position (the root block's at function level);
+    ``match_buffer`` views are resolved into accesses of the source buffer. Reads, writes and
+    block annotations are dropped. Run ``lower_init_block`` first.
+
+    Args:
+        func: the function to lower.
+
+    Example::
+
+        # before                                         # after
+        for i_0, i_1 in T.grid(2, 8):                    for i_0, i_1 in T.grid(2, 8):
+            with T.block("C"):                               if i_0 * 8 + i_1 < 14:
+                vi = T.axis.spatial(14, i_0 * 8 + i_1)           C[i_0 * 8 + i_1] = A[i_0 * 8 + i_1]
+                T.where(i_0 * 8 + i_1 < 14)
+                C[vi] = A[vi]
+    """
+    return func.with_body(_BlockLowerer().visit(func.body))  # type: ignore[arg-type]
+
+
+class _BlockLowerer(Mutator):
+    def visit_BlockRealize(self, realize: BlockRealize) -> Stmt:
+        return self.visit(_inline_block(realize.block, realize.iter_values, realize.predicate))  # type: ignore[return-value]
+
+    def visit_Block(self, block: Block) -> Stmt:
+        # A block outside any BlockRealize: only an opaque one has a meaning.
+        if block.iter_vars:
+            raise ValueError(f"block {block.name!r} has iterators but no bindings (BlockRealize)")
+        return self.visit(_inline_block(block, (), IntImm(1, bool_)))  # type: ignore[return-value]
+
+
+def _inline_block(block: Block, values: tuple[PrimExpr, ...], predicate: PrimExpr) -> Stmt:
+    if block.init is not None:
+        raise ValueError(
+            f"block {block.name!r} still has an init statement; run lower_init_block first"
+        )
+    if len(values) != len(block.iter_vars):
+        raise ValueError(
+            f"block {block.name!r} has {len(block.iter_vars)} iterators but {len(values)} bindings"
+        )
+    body = block.body
+    # Match buffers name regions through the block's iterators: resolve before substituting.
+    for match in reversed(block.match_buffers):
+        body = _resolve_match_buffer(block, match, body)
+    if not (isinstance(predicate, IntImm) and predicate.value):
+        body = IfThenElse(predicate, body)
+    for buffer in reversed(block.alloc_buffers):
+        body = Allocate(buffer, body)
+    mapping = {iv.var: value for iv, value in zip(block.iter_vars, values)}
+    return substitute(body, mapping)  # type: ignore[return-value]
+
+
+def _resolve_match_buffer(block: Block, match: MatchBufferRegion, body: Stmt) -> Stmt:
+    view, source = match.buffer, match.source
+    lead = len(source.region) - view.ndim
+    if lead < 0:
+        raise ValueError(
+            f"block {block.name!r}: match_buffer {view.name} has {view.ndim} dimensions but "
+            f"its source region of {source.buffer.name} has only {len(source.region)}"
+        )
+    for r in source.region[:lead]:
+        if isinstance(r.extent, IntImm) and r.extent.value != 1:
+            raise ValueError(
+                f"block {block.name!r}: match_buffer {view.name} drops a dimension of "
+                f"{source.buffer.name} whose extent is {r.extent.value}, not 1"
+            )
+    # Symbolic shape, strides and offset of the view take their values from the source.
+    strides = element_strides(source.buffer)
+    bound: dict[Var, PrimExpr] = {view.data: source.buffer.data}
+    for dim, extent in enumerate(view.shape):
+        if isinstance(extent, Var):
+            bound[extent] = source.region[lead + dim].extent
+    for dim, stride in enumerate(view.strides):
+        if isinstance(stride, Var):
+            bound[stride] = strides[lead + dim]
+    if isinstance(view.elem_offset, Var):
+        offset = source.buffer.elem_offset
+        for r, stride in zip(source.region, strides):
+            offset = op.add(offset, op.mul(r.min, stride))
+        bound[view.elem_offset] = offset
+    resolved = _MatchResolver(view, source, lead).visit(body)
+    return substitute(resolved, bound)  # type: ignore[return-value]
+
+
+class _MatchResolver(Mutator):
+    """Rewrites accesses of a match buffer as accesses of its source region."""
+
+    def __init__(self, view: Buffer, source: BufferRegion, lead: int) -> None:
+        super().__init__()
+        self.view = view
+        self.source = source
+        self.lead = lead
+
+    def indices(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+        region = self.source.region
+        if len(indices) != self.view.ndim:
+            raise ValueError(
+                f"match_buffer {self.view.name} has {self.view.ndim} dimensions but is "
+                f"indexed with {len(indices)} indices"
+            )
+        head = tuple(r.min for r in region[: self.lead])
+        return head + tuple(
+            op.add(r.min, i) for r, i in zip(region[self.lead :], indices, strict=True)
+        )
+
+    def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
+        load = self.generic_visit(load)  # type: ignore[assignment]
+        if load.buffer is not self.view:
+            return load
+        return BufferLoad(self.source.buffer, self.indices(load.indices))
+
+    def visit_BufferStore(self, store: BufferStore) -> Stmt:
+        store = self.generic_visit(store)  # type: ignore[assignment]
+        if store.buffer is not self.view:
+            return store
+        return BufferStore(self.source.buffer, store.value, self.indices(store.indices))
+
+    def visit_BufferRegion(self, region: BufferRegion) -> BufferRegion:
+        region = self.generic_visit(region)  # type: ignore[assignment]
+        if region.buffer is not self.view:
+            return region
+        outer = self.source.region
+        ranges = tuple(outer[: self.lead]) + tuple(
+            Range(op.add(o.min, r.min), r.extent)
+            for o, r in zip(outer[self.lead :], region.region, strict=True)
+        )
+        return BufferRegion(self.source.buffer, ranges)
