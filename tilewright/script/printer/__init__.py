@@ -1,0 +1,62 @@
+"""The script printer: any IR node to TVMScript text that parses back to an equal node.
+
+The format is docs/script-format.md. ``node.script()`` and ``repr(node)`` call ``script``.
+"""
+
+from __future__ import annotations
+
+from tilewright.ir.expr import PrimExpr
+from tilewright.ir.function import PrimFunc
+from tilewright.ir.module import IRModule
+from tilewright.ir.node import Node
+from tilewright.ir.stmt import Stmt
+from tilewright.script.printer.expr import ExprPrinter
+from tilewright.script.printer.function import (
+    HEADER_IR,
+    HEADER_TIR,
+    print_function,
+    print_module,
+)
+from tilewright.script.printer.stmt import StmtPrinter
+
+__all__ = ["script"]
+
+
+def script(node: Node, *, indent: int = 4, header: bool = True) -> str:
+    """``node`` as script text, the same text every time for the same IR.
+
+    Args:
+        node: an ``IRModule``, ``PrimFunc``, statement, expression, buffer, region, range
+            or iterator. Variables a statement or expression uses without defining print by
+            name; distinct variables sharing a name in one scope get ``_1``, ``_2`` suffixes.
+        indent: spaces per indentation level.
+        header: start modules and functions with the ``# from tilewright.script import ...``
+            comments.
+
+    Example::
+
+        >>> print(script(mod))
+        # from tilewright.script import ir as I
+        # from tilewright.script import tir as T
+        ...
+        >>> script(i * 128 + j)
+        'i * 128 + j'
+    """
+    if isinstance(node, IRModule):
+        heading = [HEADER_IR, HEADER_TIR, "", ""] if header else []
+        return "\n".join(heading + print_module(node, indent))
+    if isinstance(node, PrimFunc):
+        heading = [HEADER_TIR, "", ""] if header else []
+        return "\n".join(heading + print_function(node, indent=indent))
+    if isinstance(node, Stmt):
+        printer = StmtPrinter(indent=indent)
+        printer.claim_free(node)
+        printer.stmt(node)
+        return printer.text()
+    if not isinstance(node, Node):
+        raise TypeError(f"script() prints IR nodes, not {type(node).__name__}")
+    expr_printer = ExprPrinter()
+    expr_printer.claim_free(node)
+    if isinstance(node, PrimExpr):
+        return expr_printer.expr(node)
+    return expr_printer.ranked(node)[0]

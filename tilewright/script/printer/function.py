@@ -1,0 +1,138 @@
+"""Functions and modules to script text: parameters, attributes, shape variables, root block."""
+
+from __future__ import annotations
+
+from tilewright.ir.buffer import DEFAULT_ALIGN, Buffer
+from tilewright.ir.dtype import int32
+from tilewright.ir.expr import Var
+from tilewright.ir.function import PrimFunc
+from tilewright.ir.functor import pre_order_visit
+from tilewright.ir.module import IRModule
+from tilewright.ir.node import Node
+from tilewright.ir.stmt import Block, BlockRealize, Stmt
+from tilewright.script.printer.expr import is_const, is_true
+from tilewright.script.printer.stmt import StmtPrinter
+
+HEADER_IR = "# from tilewright.script import ir as I"
+HEADER_TIR = "# from tilewright.script import tir as T"
+
+
+class FunctionPrinter(StmtPrinter):
+    """Prints one ``PrimFunc``; its variables and buffers form one naming unit."""
+
+    def function(self, func: PrimFunc, name: str) -> None:
+        inline = {p: b for p, b in func.buffer_map if _inline(p, b)}
+        params = []
+        # Every parameter is named before any text is made, so that a shape may refer to a
+        # scalar parameter that comes later in the list.
+        for param in func.params:
+            buf = inline.get(param)
+            if buf is not None:
+                self.namer.alias(param, self.define_buffer(buf))
+            else:
+                bound = func.buffer_of(param)
+                same = bound is not None and param.name == bound.name
+                self.define_var(param, f"{param.name}_handle" if same else None)
+        matched = [(p, b) for p, b in func.buffer_map if p not in inline]
+        for _, buf in matched:
+            self.define_buffer(buf)
+        free = self.claim_free(func)
+        for param in func.params:
+            buf = inline.get(param)
+            if buf is not None:
+                shape = self.shape(buf.shape)
+                params.append(f"{self.buffer(buf)}: T.Buffer({shape}, {_quote(buf.dtype)})")
+            else:
+                params.append(f"{self.expr(param)}: T.{param.dtype}")
+        self.emit("@T.prim_func")
+        self.emit(f"def {name}({', '.join(params)}):")
+        with self.nested():
+            if func.attrs:
+                self.emit(f"T.func_attr({self.attr_dict(func.attrs)})")
+            for var in free:
+                self.emit(f"{self.expr(var)} = T.{var.dtype}()")
+            for param, buf in matched:
+                args = self.buffer_args(buf, keep_dtype=True)
+                self.emit(f"{self.buffer(buf)} = T.match_buffer({self.expr(param)}, {args})")
+            self.function_body(func.body)
+
+    def function_body(self, body: Stmt) -> None:
+        root = implicit_root(body)
+        if root is None:
+            self.stmt(body)
+            return
+        self.emit('# with T.block("root"):')
+        self.allocations(root.alloc_buffers)
+        self.stmt(root.body)
+
+
+def implicit_root(body: Stmt) -> Block | None:
+    """The root block the parser would wrap around ``body``'s contents, or None."""
+    if not isinstance(body, BlockRealize) or body.iter_values or not is_true(body.predicate):
+        return None
+    block = body.block
+    plain = (
+        block.name == "root"
+        and not block.iter_vars
+        and not block.reads
+        and not block.writes
+        and block.init is None
+        and not block.match_buffers
+        and not block.annotations
+    )
+    if not plain:
+        return None
+    return block if block.alloc_buffers or _holds_block(block.body) else None
+
+
+def _holds_block(stmt: Stmt) -> bool:
+    found = []
+
+    def look(node: Node) -> bool:
+        if isinstance(node, Block):
+            found.append(node)
+        return not found and isinstance(node, Stmt)
+
+    pre_order_visit(stmt, look)
+    return bool(found)
+
+
+def _inline(param: Var, buf: Buffer) -> bool:
+    """Whether the parameter prints as ``A: T.Buffer(shape, dtype)`` (all else default)."""
+    return (
+        not buf.strides
+        and is_const(buf.elem_offset, 0)
+        and buf.elem_offset.dtype == int32
+        and buf.scope == "global"
+        and buf.align == DEFAULT_ALIGN
+        and buf.offset_factor == 1
+        and buf.layout is None
+        and buf.data is not param
+    )
+
+
+def _quote(dtype: object) -> str:
+    return f'"{dtype}"'
+
+
+def print_function(func: PrimFunc, name: str | None = None, indent: int = 4) -> list[str]:
+    """The lines of ``func`` as ``@T.prim_func def name(...)``."""
+    if name is None:
+        symbol = func.attr("global_symbol")
+        name = symbol if isinstance(symbol, str) and symbol.isidentifier() else "main"
+    printer = FunctionPrinter(indent=indent)
+    printer.function(func, name)
+    return printer.lines
+
+
+def print_module(mod: IRModule, indent: int = 4) -> list[str]:
+    """The lines of ``mod`` as ``@I.ir_module class Module:``, one method per function."""
+    step = " " * indent
+    lines = ["@I.ir_module", "class Module:"]
+    for position, (name, func) in enumerate(mod.functions):
+        if position:
+            lines.append("")
+        lines.extend(step + line if line else line for line in print_function(func, name, indent))
+    if not mod.functions:
+        lines.append(step + "pass")
+    return lines
