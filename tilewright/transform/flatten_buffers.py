@@ -145,7 +145,7 @@ class _Flattener(Mutator):
         return self.flat[buffer]
 
     def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
-        indices = tuple(self.visit(i) for i in load.indices)
+        indices: tuple[PrimExpr, ...] = self.visit(load.indices)  # type: ignore[assignment]
         flat = self.flatten(load.buffer)
         if flat is load.buffer and len(indices) == 1:
             return load.replace(indices=indices)  # type: ignore[return-value]
@@ -153,7 +153,7 @@ class _Flattener(Mutator):
 
     def visit_BufferStore(self, store: BufferStore) -> BufferStore:
         value = self.visit(store.value)
-        indices = tuple(self.visit(i) for i in store.indices)
+        indices: tuple[PrimExpr, ...] = self.visit(store.indices)  # type: ignore[assignment]
         flat = self.flatten(store.buffer)
         if flat is store.buffer and len(indices) == 1:
             return store.replace(value=value, indices=indices)  # type: ignore[return-value]
