@@ -39,6 +39,6 @@ def evaluate(expr: object, env: dict[Var, int]) -> int:
     return ops[type(expr)]
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def evaluate_expr():
     return evaluate
