@@ -88,9 +88,9 @@ def test_bad_spellings(build, message):
 def test_bad_shards():
     with pytest.raises(TypeError, match="TileLayout takes S"):
         TileLayout("32x32")
-    with pytest.raises(ValueError, match="extent must be a positive int"):
+    with pytest.raises(LayoutError, match="extent must be a positive int"):
         Iter(0, 1)
-    with pytest.raises(ValueError, match="axis must be a name"):
+    with pytest.raises(LayoutError, match="axis must be a name"):
         Iter(4, 1, "lane id")
 
 
@@ -290,6 +290,9 @@ def test_slice_symbolic_start(evaluate_expr):
     sub, base = S[32, 32].slice(((i * 8, 8), slice(0, 32)))
     assert_structural_equal(sub, S[(8, 32) : (32, 1)])
     assert [evaluate_expr(base, {i: n}) for n in range(4)] == [0, 256, 512, 768]
+    sub, base = S[32, 32].slice((slice(i * 8, i * 8 + 8), slice(0, 32)))
+    assert_structural_equal(sub, S[(8, 32) : (32, 1)])
+    assert evaluate_expr(base, {i: 3}) == 768
 
 
 def test_slice_errors():

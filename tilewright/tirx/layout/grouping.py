@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tilewright.tirx.layout.shard import Iter, merge_adjacent, product
+from tilewright.tirx.layout.shard import Iter, LayoutError, merge_adjacent, product
 
-
-class LayoutError(ValueError):
-    """A layout operation that has no answer: sizes differ, extents don't divide, out of range."""
+__all__ = ["LayoutError", "merged_groups", "normalize_shape", "refine", "split_to_shape"]
 
 
 def normalize_shape(shape: Sequence[object], what: str = "shape") -> tuple[int, ...]:

@@ -12,6 +12,10 @@ from tilewright.ir.node import node
 MEMORY = "m"
 
 
+class LayoutError(ValueError):
+    """A layout operation without an answer: sizes differ, extents don't divide, out of range."""
+
+
 @node
 class Iter(Node):
     """One shard of a layout: ``extent`` coordinates, each ``stride`` apart on ``axis``.
@@ -28,11 +32,11 @@ class Iter(Node):
 
     def __post_init__(self) -> None:
         if isinstance(self.extent, bool) or not isinstance(self.extent, int) or self.extent < 1:
-            raise ValueError(f"a shard's extent must be a positive int, got {self.extent!r}")
+            raise LayoutError(f"a shard's extent must be a positive int, got {self.extent!r}")
         if isinstance(self.stride, bool) or not isinstance(self.stride, int) or self.stride < 0:
-            raise ValueError(f"a shard's stride must be a non-negative int, got {self.stride!r}")
+            raise LayoutError(f"a shard's stride must be a non-negative int, got {self.stride!r}")
         if not isinstance(self.axis, str) or not self.axis.isidentifier():
-            raise ValueError(
+            raise LayoutError(
                 f"a shard's axis must be a name such as 'm' or 'laneid', got {self.axis!r}"
             )
 
@@ -46,7 +50,7 @@ class Iter(Node):
         Example: ``Iter(32, 1).split(4) -> (Iter(8, 4), Iter(4, 1))``.
         """
         if inner < 1 or self.extent % inner:
-            raise ValueError(f"cannot split a shard of extent {self.extent} by {inner}")
+            raise LayoutError(f"cannot split a shard of extent {self.extent} by {inner}")
         return (
             Iter(self.extent // inner, self.stride * inner, self.axis),
             Iter(inner, self.stride, self.axis),

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tilewright.ir import IntImm, PrimExpr, Range
+from tilewright.arith import simplify
+from tilewright.ir import IntImm, PrimExpr, Range, op
 from tilewright.tirx.layout import offset_arith as oa
 from tilewright.tirx.layout.grouping import LayoutError, merged_groups, normalize_shape
 from tilewright.tirx.layout.offset_arith import Offset
@@ -58,9 +59,8 @@ def _start_extent(entry: object, index: int) -> tuple[Offset, object]:
         stop = oa.as_offset(entry.stop)
         if isinstance(start, int) and isinstance(stop, int):
             return start, stop - start
-        raise LayoutError(
-            f"region entry {index} ({entry!r}): give a symbolic range as (start, extent)"
-        )
+        # A tile origin such as i * 32 : i * 32 + 32 has a constant extent once simplified.
+        return start, _const(simplify(op.sub(stop, start)))
     if isinstance(entry, Range):
         return oa.as_offset(entry.min), _const(entry.extent)
     if isinstance(entry, tuple) and len(entry) == 2:

@@ -8,6 +8,7 @@ expect. ``ComposeLayout(swizzle, tile)`` applies the tile layout, then the swizz
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NoReturn
 
 from tilewright.ir import Node
 from tilewright.ir.node import node
@@ -178,7 +179,7 @@ class ComposeLayout(Node):
     def with_shape(self, shape: Sequence[int]) -> ComposeLayout:
         return self.regroup(shape)
 
-    def slice(self, region: Sequence[object], shape: Sequence[int] | None = None) -> None:
+    def slice(self, region: Sequence[object], shape: Sequence[int] | None = None) -> NoReturn:
         raise LayoutError(
             "a swizzled layout has no sub-tile layout of its own: slice its .tile and swizzle "
             "base + offset with its .swizzle"
