@@ -50,7 +50,7 @@ def test_row_major_spellings_agree():
 
 def test_explicit_strides_and_one_dimension():
     col = S[(32, 32) : (1, 32)]
-    assert col.shape == (32, 32) and strides(col) == (1, 32)
+    assert col.shape == (32, 32) and strides(col) == (1, 32) == col.strides
     assert_structural_equal(S[32], S[32:1])
     assert strides(S[(2, 3, 4)]) == (12, 4, 1)
 

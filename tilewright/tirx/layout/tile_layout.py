@@ -60,6 +60,11 @@ class TileLayout(Node):
         return tuple(s.extent for s in self.shard)
 
     @property
+    def strides(self) -> tuple[int, ...]:
+        """The shard strides, each on its shard's axis."""
+        return tuple(s.stride for s in self.shard)
+
+    @property
     def ndim(self) -> int:
         return len(self.shard)
 
