@@ -160,8 +160,12 @@ class Rewriter:
                 return IntImm(0, e.dtype)
         elif isinstance(e, Div | FloorDiv) and _const_value(b, 1):
             return a
-        elif isinstance(e, Mod | FloorMod) and is_int and _const_value(b, 1):
+        elif (
+            isinstance(e, Mod | FloorMod) and is_int and (_const_value(b, 1) or _const_value(b, -1))
+        ):
             return IntImm(0, e.dtype)
+        elif isinstance(e, Div | FloorDiv) and is_int and _const_value(b, -1):
+            return self(Sub(IntImm(0, e.dtype), a))
         elif isinstance(e, Min | Max) and same(a, b):
             return a
         return type(e)(a, b)
