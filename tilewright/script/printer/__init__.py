@@ -9,7 +9,7 @@ from tilewright.ir.expr import PrimExpr
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.module import IRModule
 from tilewright.ir.node import Node
-from tilewright.ir.stmt import Stmt
+from tilewright.ir.stmt import MatchBufferRegion, Stmt
 from tilewright.script.printer.expr import ExprPrinter
 from tilewright.script.printer.function import (
     HEADER_IR,
@@ -46,12 +46,17 @@ def script(node: Node, *, indent: int = 4, header: bool = True) -> str:
         heading = [HEADER_IR, HEADER_TIR, "", ""] if header else []
         return "\n".join(heading + print_module(node, indent))
     if isinstance(node, PrimFunc):
-        heading = [HEADER_TIR, "", ""] if header else []
+        heading = [HEADER_TIR, ""] if header else []
         return "\n".join(heading + print_function(node, indent=indent))
-    if isinstance(node, Stmt):
+    if isinstance(node, Stmt | MatchBufferRegion):
         printer = StmtPrinter(indent=indent)
-        printer.claim_free(node)
-        printer.stmt(node)
+        if isinstance(node, MatchBufferRegion):
+            # The view is defined by this very line; only its source and shape are used.
+            printer.claim_free((node.source, node.buffer.shape))
+            printer.match_buffer(node)
+        else:
+            printer.claim_free(node)
+            printer.stmt(node)
         return printer.text()
     if not isinstance(node, Node):
         raise TypeError(f"script() prints IR nodes, not {type(node).__name__}")

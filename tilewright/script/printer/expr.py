@@ -211,10 +211,15 @@ class ExprPrinter:
 
     def expr_Let(self, e: Let) -> tuple[str, int]:
         value = self.expr(e.value)
-        self.namer.push()
-        name = self.define_var(e.var)
+        # Inside a function the variable is declared up front (`x = T.int32()`).
+        declared = e.var in self.namer.names
+        if not declared:
+            self.namer.push()
+            self.define_var(e.var)
+        name = self.namer.names[e.var]
         body = self.expr(e.body)
-        self.namer.pop()
+        if not declared:
+            self.namer.pop()
         return f"T.Let({body}, where={{{name}: {value}}})", ATOM
 
     def expr_Call(self, e: Call) -> tuple[str, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tilewright.ir.buffer import DEFAULT_ALIGN, Buffer
 from tilewright.ir.dtype import int32
-from tilewright.ir.expr import Var
+from tilewright.ir.expr import Let, Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import pre_order_visit
 from tilewright.ir.module import IRModule
@@ -37,6 +37,11 @@ class FunctionPrinter(StmtPrinter):
         for _, buf in matched:
             self.define_buffer(buf)
         free = self.claim_free(func)
+        # `T.Let(body, where={x: value})` refers to a variable declared beforehand.
+        for var in let_vars(func.body):
+            if var not in self.namer.names:
+                self.define_var(var)
+                free.append(var)
         for param in func.params:
             buf = inline.get(param)
             if buf is not None:
@@ -64,6 +69,18 @@ class FunctionPrinter(StmtPrinter):
         self.emit('# with T.block("root"):')
         self.allocations(root.alloc_buffers)
         self.stmt(root.body)
+
+
+def let_vars(tree: Node) -> list[Var]:
+    """The variables that ``Let`` expressions in ``tree`` bind, in order."""
+    found: dict[Var, None] = {}
+
+    def look(node: Node) -> None:
+        if isinstance(node, Let):
+            found.setdefault(node.var, None)
+
+    pre_order_visit(tree, look)
+    return list(found)
 
 
 def implicit_root(body: Stmt) -> Block | None:
