@@ -1,0 +1,508 @@
+"""The seed notebook's programs (project fixtures, with `import tvm` changed to
+`import tilewright as tvm`) parse into the expected structure."""
+
+# ruff: noqa: E501, F821, UP037 - the seed programs are kept verbatim (long lines; dtype strings
+# inside annotations are script syntax, not forward references)
+from __future__ import annotations
+
+import tilewright as tvm
+from tilewright.ir import (
+    Block,
+    BlockRealize,
+    BufferStore,
+    For,
+    ForKind,
+    IterKind,
+    assert_structural_equal,
+)
+from tilewright.script import tir as T
+
+# fmt: off
+
+@tvm.script.ir_module
+class MyModuleVecAdd:
+    @T.prim_func
+    def main(A: T.Buffer[(1024,), "float32"], B: T.Buffer[(1024,), "float32"], C: T.Buffer[(1024,), "float32"]) -> None:
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i in T.grid(1024):
+            with T.block("C"):
+                vi = T.axis.remap("S", [i])
+                C[vi] = A[vi] + B[vi]
+
+
+@tvm.script.ir_module
+class Expected_0:
+    @T.prim_func
+    def main(A: T.Buffer[1024, "float32"], B: T.Buffer[1024, "float32"], C: T.Buffer[1024, "float32"]) -> None:
+        # function attr dict
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        # body
+        # with T.block("root")
+        for i_0, i_1 in T.grid(8, 128):
+            with T.block("C"):
+                vi = T.axis.spatial(1024, i_0 * 128 + i_1)
+                T.reads(A[vi], B[vi])
+                T.writes(C[vi])
+                C[vi] = A[vi] + B[vi]
+
+
+@tvm.script.ir_module
+class Expected_1:
+    @T.prim_func
+    def main(A: T.Buffer[1024, "float32"], B: T.Buffer[1024, "float32"], C: T.Buffer[1024, "float32"]) -> None:
+        # function attr dict
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        # body
+        # with T.block("root")
+        for i_0 in T.thread_binding(8, thread="blockIdx.x"):
+            for i_1 in T.thread_binding(128, thread="threadIdx.x"):
+                with T.block("C"):
+                    vi = T.axis.spatial(1024, i_0 * 128 + i_1)
+                    T.reads(A[vi], B[vi])
+                    T.writes(C[vi])
+                    C[vi] = A[vi] + B[vi]
+
+
+@tvm.script.ir_module
+class MyModuleWindowSum:
+    @T.prim_func
+    def main(A: T.Buffer[(1027,), "float32"], B: T.Buffer[(1024,), "float32"]) -> None:
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i in T.grid(1024):
+            with T.block("C"):
+                vi = T.axis.remap("S", [i])
+                B[vi] = A[vi] + A[vi + 1] + A[vi + 2]
+
+
+@tvm.script.ir_module
+class Expected_2:
+    @T.prim_func
+    def main(A: T.Buffer[1027, "float32"], B: T.Buffer[1024, "float32"]) -> None:
+        # function attr dict
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        # body
+        # with T.block("root")
+        for i_0 in T.thread_binding(8, thread="blockIdx.x"):
+            for i_1 in T.thread_binding(128, thread="threadIdx.x"):
+                with T.block("C"):
+                    vi = T.axis.spatial(1024, i_0 * 128 + i_1)
+                    T.reads(A[vi : vi + 3])
+                    T.writes(B[vi])
+                    B[vi] = A[vi] + A[vi + 1] + A[vi + 2]
+
+
+@tvm.script.ir_module
+class Expected_3:
+    @T.prim_func
+    def main(A: T.Buffer[1027, "float32"], B: T.Buffer[1024, "float32"]) -> None:
+        # function attr dict
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        # body
+        # with T.block("root")
+        A_shared = T.alloc_buffer([1027], dtype="float32", scope="shared")
+        for i_0 in T.thread_binding(8, thread="blockIdx.x"):
+            for i_1 in T.thread_binding(128, thread="threadIdx.x"):
+                for ax0 in T.serial(130):
+                    with T.block("A_shared"):
+                        v0 = T.axis.spatial(1027, i_0 * 128 + ax0)
+                        T.reads(A[v0])
+                        T.writes(A_shared[v0])
+                        A_shared[v0] = A[v0]
+                with T.block("C"):
+                    vi = T.axis.spatial(1024, i_0 * 128 + i_1)
+                    T.reads(A_shared[vi : vi + 3])
+                    T.writes(B[vi])
+                    B[vi] = A_shared[vi] + A_shared[vi + 1] + A_shared[vi + 2]
+
+
+@tvm.script.ir_module
+class Expected_4:
+    @T.prim_func
+    def main(A: T.Buffer[1027, "float32"], B: T.Buffer[1024, "float32"]) -> None:
+        # function attr dict
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        # body
+        # with T.block("root")
+        A_shared = T.alloc_buffer([1027], dtype="float32", scope="shared")
+        for i_0 in T.thread_binding(8, thread="blockIdx.x"):
+            for i_1 in T.thread_binding(128, thread="threadIdx.x"):
+                for ax0_0 in T.serial(2):
+                    for ax0_1 in T.thread_binding(128, thread="threadIdx.x"):
+                        with T.block("A_shared"):
+                            v0 = T.axis.spatial(1027, i_0 * 128 + (ax0_0 * 128 + ax0_1))
+                            T.where(ax0_0 * 128 + ax0_1 < 130)
+                            T.reads(A[v0])
+                            T.writes(A_shared[v0])
+                            A_shared[v0] = A[v0]
+                with T.block("C"):
+                    vi = T.axis.spatial(1024, i_0 * 128 + i_1)
+                    T.reads(A_shared[vi : vi + 3])
+                    T.writes(B[vi])
+                    B[vi] = A_shared[vi] + A_shared[vi + 1] + A_shared[vi + 2]
+
+
+@tvm.script.ir_module
+class MyModuleMatmul:
+    @T.prim_func
+    def main(A: T.Buffer[(1024, 1024), "float32"], B: T.Buffer[(1024, 1024), "float32"], C: T.Buffer[(1024, 1024), "float32"]) -> None:
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, j, k in T.grid(1024, 1024, 1024):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = 0.0
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+@tvm.script.ir_module
+class Expected_5:
+    @T.prim_func
+    def main(A: T.Buffer[(1024, 1024), "float32"], B: T.Buffer[(1024, 1024), "float32"], C: T.Buffer[(1024, 1024), "float32"]) -> None:
+        # function attr dict
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        # body
+        # with T.block("root")
+        C_local = T.alloc_buffer([1024, 1024], dtype="float32", scope="local")
+        for i_0 in T.thread_binding(16, thread="blockIdx.y"):
+            for j_0 in T.thread_binding(16, thread="blockIdx.x"):
+                for i_1 in T.thread_binding(8, thread="threadIdx.y"):
+                    for j_1 in T.thread_binding(8, thread="threadIdx.x"):
+                        for i_2_init, j_2_init in T.grid(8, 8):
+                            with T.block("C_init"):
+                                vi = T.axis.spatial(1024, i_0 * 64 + i_1 * 8 + i_2_init)
+                                vj = T.axis.spatial(1024, j_0 * 64 + j_1 * 8 + j_2_init)
+                                T.reads()
+                                T.writes(C_local[vi, vj])
+                                C_local[vi, vj] = T.float32(0)
+                        for k_0 in T.serial(256):
+                            for k_1 in T.unroll(4):
+                                for i_2, j_2 in T.grid(8, 8):
+                                    with T.block("C_update"):
+                                        vi = T.axis.spatial(1024, i_0 * 64 + i_1 * 8 + i_2)
+                                        vj = T.axis.spatial(1024, j_0 * 64 + j_1 * 8 + j_2)
+                                        vk = T.axis.reduce(1024, k_0 * 4 + k_1)
+                                        T.reads(C_local[vi, vj], A[vi, vk], B[vk, vj])
+                                        T.writes(C_local[vi, vj])
+                                        C_local[vi, vj] = C_local[vi, vj] + A[vi, vk] * B[vk, vj]
+                        for ax0, ax1 in T.grid(8, 8):
+                            with T.block("C_local"):
+                                v0 = T.axis.spatial(1024, i_0 * 64 + i_1 * 8 + ax0)
+                                v1 = T.axis.spatial(1024, j_0 * 64 + j_1 * 8 + ax1)
+                                T.reads(C_local[v0, v1])
+                                T.writes(C[v0, v1])
+                                C[v0, v1] = C_local[v0, v1]
+
+
+@tvm.script.ir_module
+class Expected_6:
+    @T.prim_func
+    def main(A: T.Buffer[(1024, 1024), "float32"], B: T.Buffer[(1024, 1024), "float32"], C: T.Buffer[(1024, 1024), "float32"]) -> None:
+        # function attr dict
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        # body
+        # with T.block("root")
+        C_local = T.alloc_buffer([1024, 1024], dtype="float32", scope="local")
+        A_shared = T.alloc_buffer([1024, 1024], dtype="float32", scope="shared")
+        B_shared = T.alloc_buffer([1024, 1024], dtype="float32", scope="shared")
+        for i_0 in T.thread_binding(16, thread="blockIdx.y"):
+            for j_0 in T.thread_binding(16, thread="blockIdx.x"):
+                for i_1_j_1_fused in T.thread_binding(64, thread="threadIdx.x"):
+                    for i_2_init, j_2_init in T.grid(8, 8):
+                        with T.block("C_init"):
+                            vi = T.axis.spatial(1024, i_0 * 64 + i_1_j_1_fused // 8 * 8 + i_2_init)
+                            vj = T.axis.spatial(1024, j_0 * 64 + i_1_j_1_fused % 8 * 8 + j_2_init)
+                            T.reads()
+                            T.writes(C_local[vi, vj])
+                            C_local[vi, vj] = T.float32(0)
+                    for k_0 in T.serial(128):
+                        for ax0_ax1_fused_0 in T.serial(2):
+                            for ax0_ax1_fused_1 in T.thread_binding(64, thread="threadIdx.x"):
+                                for ax0_ax1_fused_2 in T.vectorized(4):
+                                    with T.block("A_shared"):
+                                        v0 = T.axis.spatial(1024, i_0 * 64 + (ax0_ax1_fused_0 * 256 + ax0_ax1_fused_1 * 4 + ax0_ax1_fused_2) // 8)
+                                        v1 = T.axis.spatial(1024, k_0 * 8 + (ax0_ax1_fused_0 * 256 + ax0_ax1_fused_1 * 4 + ax0_ax1_fused_2) % 8)
+                                        T.reads(A[v0, v1])
+                                        T.writes(A_shared[v0, v1])
+                                        A_shared[v0, v1] = A[v0, v1]
+                        for ax0_ax1_fused_0 in T.serial(2):
+                            for ax0_ax1_fused_1 in T.thread_binding(64, thread="threadIdx.x"):
+                                for ax0_ax1_fused_2 in T.vectorized(4):
+                                    with T.block("B_shared"):
+                                        v0 = T.axis.spatial(1024, k_0 * 8 + (ax0_ax1_fused_0 * 256 + ax0_ax1_fused_1 * 4 + ax0_ax1_fused_2) // 64)
+                                        v1 = T.axis.spatial(1024, j_0 * 64 + (ax0_ax1_fused_0 * 256 + ax0_ax1_fused_1 * 4 + ax0_ax1_fused_2) % 64)
+                                        T.reads(B[v0, v1])
+                                        T.writes(B_shared[v0, v1])
+                                        B_shared[v0, v1] = B[v0, v1]
+                        for k_1, i_2, j_2 in T.grid(8, 8, 8):
+                            with T.block("C_update"):
+                                vi = T.axis.spatial(1024, i_0 * 64 + i_1_j_1_fused // 8 * 8 + i_2)
+                                vj = T.axis.spatial(1024, j_0 * 64 + i_1_j_1_fused % 8 * 8 + j_2)
+                                vk = T.axis.reduce(1024, k_0 * 8 + k_1)
+                                T.reads(C_local[vi, vj], A_shared[vi, vk], B_shared[vk, vj])
+                                T.writes(C_local[vi, vj])
+                                C_local[vi, vj] = C_local[vi, vj] + A_shared[vi, vk] * B_shared[vk, vj]
+                    for ax0, ax1 in T.grid(8, 8):
+                        with T.block("C_local"):
+                            v0 = T.axis.spatial(1024, i_0 * 64 + i_1_j_1_fused // 8 * 8 + ax0)
+                            v1 = T.axis.spatial(1024, j_0 * 64 + i_1_j_1_fused % 8 * 8 + ax1)
+                            T.reads(C_local[v0, v1])
+                            T.writes(C[v0, v1])
+                            C[v0, v1] = C_local[v0, v1]
+# fmt: on
+
+
+def _func(mod):
+    return mod["main"]
+
+
+def _blocks(func):
+    found = []
+
+    def visit(node):
+        if isinstance(node, Block):
+            found.append(node)
+
+    from tilewright.ir import post_order_visit
+
+    post_order_visit(func.body, visit)
+    return {b.name: b for b in found}
+
+
+def _root(func):
+    assert isinstance(func.body, BlockRealize)
+    assert func.body.block.name == "root"
+    assert func.body.block.iter_vars == () and func.body.block.reads == ()
+    return func.body.block
+
+
+def _region_text(region):
+    return [(type(r.min).__name__, r.extent.value) for r in region.region]
+
+
+ALL = [
+    MyModuleVecAdd,
+    Expected_0,
+    Expected_1,
+    MyModuleWindowSum,
+    Expected_2,
+    Expected_3,
+    Expected_4,
+    MyModuleMatmul,
+    Expected_5,
+    Expected_6,
+]
+
+
+def test_every_seed_is_a_module_with_main_and_attrs():
+    for mod in ALL:
+        func = _func(mod)
+        assert list(mod) == ["main"]
+        assert dict(func.attrs) == {"global_symbol": "main", "tir.noalias": True}
+        assert all(p.dtype.is_handle for p in func.params)
+        for param, buffer in func.buffer_map:
+            assert buffer.data is not param and buffer.data.name == param.name
+            assert str(buffer.dtype) == "float32"
+
+
+def test_vecadd_structure():
+    func = _func(MyModuleVecAdd)
+    assert [p.name for p in func.params] == ["A", "B", "C"]
+    assert [b.shape[0].value for _, b in func.buffer_map] == [1024, 1024, 1024]
+    root = _root(func)
+    loop = root.body
+    assert isinstance(loop, For) and loop.kind is ForKind.SERIAL and loop.extent.value == 1024
+    realize = loop.body
+    assert isinstance(realize, BlockRealize) and realize.iter_values == (loop.loop_var,)
+    block = realize.block
+    assert block.name == "C" and len(block.iter_vars) == 1
+    assert block.iter_vars[0].kind is IterKind.SPATIAL
+    assert [r.buffer.name for r in block.reads] == ["A", "B"]
+    assert [r.buffer.name for r in block.writes] == ["C"]
+    assert isinstance(block.body, BufferStore)
+
+
+def test_inferred_regions_equal_the_printed_ones():
+    # Expected_0 spells out the regions MyModuleVecAdd's inference must give.
+    inferred = _blocks(_func(MyModuleVecAdd))["C"]
+    printed = _blocks(_func(Expected_0))["C"]
+    assert len(inferred.reads) == len(printed.reads) == 2
+    assert [_region_text(r) for r in inferred.reads] == [_region_text(r) for r in printed.reads]
+
+
+def test_window_sum_reads_three_elements():
+    block = _blocks(_func(MyModuleWindowSum))["C"]
+    (read,) = block.reads
+    assert read.buffer.name == "A"
+    (rng,) = read.region
+    assert rng.min is block.iter_vars[0].var and rng.extent.value == 3
+    assert [w.buffer.name for w in block.writes] == ["B"]
+
+
+def test_expected_1_thread_bindings():
+    loop = _root(_func(Expected_1)).body
+    assert loop.kind is ForKind.THREAD_BINDING and loop.thread_tag == "blockIdx.x"
+    assert loop.body.kind is ForKind.THREAD_BINDING and loop.body.thread_tag == "threadIdx.x"
+    realize = loop.body.body
+    binding = realize.iter_values[0]
+    assert type(binding).__name__ == "Add"
+
+
+def test_expected_3_root_alloc_shared():
+    func = _func(Expected_3)
+    root = _root(func)
+    (shared,) = root.alloc_buffers
+    assert shared.name == "A_shared" and shared.scope == "shared"
+    assert shared.shape[0].value == 1027
+    blocks = _blocks(func)
+    assert blocks["A_shared"].writes[0].buffer is shared
+    assert blocks["C"].reads[0].buffer is shared
+    assert blocks["C"].reads[0].region[0].extent.value == 3
+
+
+def test_expected_4_where_predicate():
+    func = _func(Expected_4)
+    found = []
+
+    def visit(node):
+        if isinstance(node, BlockRealize) and node.block.name == "A_shared":
+            found.append(node)
+
+    from tilewright.ir import post_order_visit
+
+    post_order_visit(func.body, visit)
+    (realize,) = found
+    assert type(realize.predicate).__name__ == "LT"
+    assert realize.predicate.b.value == 130
+
+
+def test_matmul_block_kinds_init_and_inferred_reads():
+    block = _blocks(_func(MyModuleMatmul))["C"]
+    assert [iv.kind for iv in block.iter_vars] == [
+        IterKind.SPATIAL,
+        IterKind.SPATIAL,
+        IterKind.REDUCE,
+    ]
+    assert isinstance(block.init, BufferStore)
+    assert block.init.value.value == 0.0 and str(block.init.value.dtype) == "float32"
+    assert [r.buffer.name for r in block.reads] == ["C", "A", "B"]
+    assert [w.buffer.name for w in block.writes] == ["C"]
+    vi, _, vk = (iv.var for iv in block.iter_vars)
+    assert [r.min for r in block.reads[1].region] == [vi, vk]
+
+
+def test_expected_5_structure():
+    func = _func(Expected_5)
+    root = _root(func)
+    assert [(b.name, b.scope) for b in root.alloc_buffers] == [("C_local", "local")]
+    blocks = _blocks(func)
+    assert set(blocks) == {"root", "C_init", "C_update", "C_local"}
+    assert blocks["C_init"].reads == ()
+    assert [iv.kind for iv in blocks["C_update"].iter_vars][-1] is IterKind.REDUCE
+    kinds = []
+
+    def visit(node):
+        if isinstance(node, For):
+            kinds.append(node.kind)
+
+    from tilewright.ir import post_order_visit
+
+    post_order_visit(func.body, visit)
+    assert ForKind.UNROLLED in kinds and ForKind.THREAD_BINDING in kinds
+
+
+def test_expected_6_structure():
+    func = _func(Expected_6)
+    root = _root(func)
+    assert [b.name for b in root.alloc_buffers] == ["C_local", "A_shared", "B_shared"]
+    blocks = _blocks(func)
+    update = blocks["C_update"]
+    assert [r.buffer.name for r in update.reads] == ["C_local", "A_shared", "B_shared"]
+    a_shared = blocks["A_shared"]
+    assert [r.buffer.name for r in a_shared.reads] == ["A"]
+
+
+def test_vecadd_both_spellings_are_equal():
+    @tvm.script.ir_module
+    class Today:
+        @T.prim_func
+        def main(
+            A: T.Buffer((1024,), "float32"),
+            B: T.Buffer((1024,), "float32"),
+            C: T.Buffer((1024,), "float32"),
+        ):
+            T.func_attr({"global_symbol": "main", "tir.noalias": True})
+            for i in range(1024):
+                with T.sblock("C"):
+                    vi = T.axis.spatial(1024, i)
+                    C[vi] = A[vi] + B[vi]
+
+    from tilewright.script import ir as I
+
+    @I.ir_module
+    class TodayI:
+        @T.prim_func
+        def main(
+            A: T.Buffer((1024,), "float32"),
+            B: T.Buffer((1024,), "float32"),
+            C: T.Buffer((1024,), "float32"),
+        ):
+            T.func_attr({"global_symbol": "main", "tir.noalias": True})
+            for i in T.serial(1024):
+                with T.sblock("C"):
+                    vi = T.axis.S(1024, i)
+                    T.reads(A[vi], B[vi])
+                    T.writes(C[vi])
+                    C[vi] = A[vi] + B[vi]
+
+    assert_structural_equal(MyModuleVecAdd, Today)
+    assert_structural_equal(MyModuleVecAdd, TodayI)
+
+
+def test_matmul_explicit_regions_equal_inferred():
+    @tvm.script.ir_module
+    class Explicit:
+        @T.prim_func
+        def main(
+            A: T.Buffer((1024, 1024), "float32"),
+            B: T.Buffer((1024, 1024), "float32"),
+            C: T.Buffer((1024, 1024), "float32"),
+        ):
+            T.func_attr({"global_symbol": "main", "tir.noalias": True})
+            for i, j, k in T.grid(1024, 1024, 1024):
+                with T.block("C"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    T.reads(C[vi, vj], A[vi, vk], B[vk, vj])
+                    T.writes(C[vi, vj])
+                    with T.init():
+                        C[vi, vj] = T.float32(0)
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    assert_structural_equal(MyModuleMatmul, Explicit)
+
+
+def test_window_sum_explicit_regions_equal_inferred():
+    @tvm.script.ir_module
+    class Explicit:
+        @T.prim_func
+        def main(A: T.Buffer((1027,), "float32"), B: T.Buffer((1024,), "float32")):
+            T.func_attr({"global_symbol": "main", "tir.noalias": True})
+            for i in T.grid(1024):
+                with T.block("C"):
+                    vi = T.axis.remap("S", [i])
+                    T.reads(A[vi : vi + 3])
+                    T.writes(B[vi])
+                    B[vi] = A[vi] + A[vi + 1] + A[vi + 2]
+
+    assert_structural_equal(MyModuleWindowSum, Explicit)
+
+
+def test_seeds_round_trip_through_the_printer_when_present():
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("tilewright.script.printer") is None:
+        pytest.skip("the printer is not there yet")
+    for mod in ALL:
+        text = mod.script()
+        assert_structural_equal(tvm.script.from_source(text), mod)

@@ -1,0 +1,298 @@
+"""Evaluate the expressions of a script: Python ``ast`` expression nodes to IR or values.
+
+Names resolve in the script's scope first (parameters, loop and iterator variables,
+buffers), then in the Python environment of the decorated function. ``T.xxx(...)`` calls
+the real function of the ``T`` namespace; operators build IR when an operand is IR and
+compute in Python otherwise.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import difflib
+import operator
+import types
+from collections.abc import Callable, Mapping
+
+from tilewright.ir import op
+from tilewright.ir.buffer import Buffer
+from tilewright.ir.expr import PrimExpr
+from tilewright.script.parser.errors import ParseError, SourceMap
+from tilewright.script.parser.scope import Scope
+
+BINARY_OPERATORS: dict[type, Callable[[object, object], object]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+}
+# Comparisons of IR operands build nodes; Python's own operators keep identity semantics.
+_COMPARE_IR: dict[type, Callable[[object, object], PrimExpr]] = {
+    ast.Eq: op.eq,
+    ast.NotEq: op.ne,
+    ast.Lt: op.lt,
+    ast.LtE: op.le,
+    ast.Gt: op.gt,
+    ast.GtE: op.ge,
+}
+_COMPARE_PY: dict[type, Callable[[object, object], object]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: operator.contains(b, a),
+    ast.NotIn: lambda a, b: not operator.contains(b, a),
+}
+
+
+def _is_ir(value: object) -> bool:
+    return isinstance(value, PrimExpr)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else ('es' if word.endswith('x') else 's')}"
+
+
+class ExpressionEvaluator:
+    """Evaluates ``ast`` expressions against a ``Scope`` and a Python environment."""
+
+    def __init__(self, source: SourceMap, env: Mapping[str, object]) -> None:
+        self.source = source
+        self.env = env
+        self.scope = Scope()
+
+    def error(self, node: ast.AST | None, message: str) -> ParseError:
+        return self.source.error(node, message)
+
+    def eval(self, node: ast.expr) -> object:
+        """The value of an expression node: IR, a directive, or a plain Python value."""
+        method = getattr(self, f"visit_{type(node).__name__}", None)
+        if method is None or not isinstance(node, ast.expr):
+            raise self.error(
+                node, f"unsupported expression {type(node).__name__} here: {ast.unparse(node)}"
+            )
+        return method(node)
+
+    def visit_Constant(self, node: ast.Constant) -> object:
+        return node.value
+
+    def visit_Name(self, node: ast.Name) -> object:
+        name = node.id
+        value = self.scope.lookup(name, _UNBOUND)
+        if value is not _UNBOUND:
+            return value
+        if name in self.env:
+            return self.env[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        close = difflib.get_close_matches(name, [*self.scope.names(), *self.env], n=3)
+        hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+        raise self.error(node, f"undefined variable '{name}'{hint}")
+
+    def visit_Attribute(self, node: ast.Attribute) -> object:
+        owner = self.eval(node.value)
+        try:
+            return getattr(owner, node.attr)
+        except AttributeError:
+            pass
+        prefix = ast.unparse(node.value)
+        names = [
+            n
+            for n in dir(owner)
+            if not n.startswith("_") and not isinstance(getattr(owner, n, None), types.ModuleType)
+        ]
+        close = difflib.get_close_matches(node.attr, names, n=3)
+        hint = (
+            f" (did you mean {', '.join(repr(f'{prefix}.{c}') for c in close)}?)" if close else ""
+        )
+        if isinstance(owner, types.ModuleType) or type(owner).__module__.startswith(
+            "tilewright.script"
+        ):
+            raise self.error(node, f"unknown name '{prefix}.{node.attr}'{hint}")
+        kind = type(owner).__name__
+        raise self.error(node, f"'{prefix}' ({kind}) has no attribute '{node.attr}'{hint}")
+
+    def visit_Call(self, node: ast.Call) -> object:
+        func = self.eval(node.func)
+        positional: list[object] = []
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                positional.extend(self.eval(arg.value))  # type: ignore[call-overload]
+            else:
+                positional.append(self.eval(arg))
+        keywords: dict[str, object] = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                keywords.update(self.eval(kw.value))  # type: ignore[call-overload]
+            else:
+                keywords[kw.arg] = self.eval(kw.value)
+        if func is range:
+            # A Python range in a script is a serial loop (its bounds may be IR).
+            from tilewright.script.tir.loops import serial
+
+            func = serial
+        if not callable(func):
+            raise self.error(node.func, f"'{ast.unparse(node.func)}' is not callable")
+        name = ast.unparse(node.func)
+        try:
+            return func(*positional, **keywords)
+        except (TypeError, ValueError) as err:
+            text = str(err)
+            if not text.startswith(name):
+                text = f"wrong arguments to {name}: {text}"
+            raise self.error(node, text) from None
+
+    def visit_BinOp(self, node: ast.BinOp) -> object:
+        left, right = self.eval(node.left), self.eval(node.right)
+        fn = BINARY_OPERATORS.get(type(node.op))
+        if isinstance(node.op, ast.Pow) and (_is_ir(left) or _is_ir(right)):
+            fn = lambda a, b: op.math_call("pow", a, b)  # noqa: E731 - one use
+        if fn is None:
+            raise self.error(node, f"unsupported operator {type(node.op).__name__}")
+        try:
+            return fn(left, right)
+        except (TypeError, ValueError) as err:
+            raise self.error(node, f"cannot apply {ast.unparse(node)}: {err}") from None
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> object:
+        value = self.eval(node.operand)
+        if isinstance(node.op, ast.Not):
+            return op.logical_not(value) if _is_ir(value) else not value
+        if isinstance(node.op, ast.UAdd):
+            return value
+        if isinstance(node.op, ast.USub):
+            return -value  # type: ignore[operator]
+        if _is_ir(value):
+            raise self.error(node, "unsupported operator ~ on an expression")
+        return ~value  # type: ignore[operator]
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> object:
+        is_and = isinstance(node.op, ast.And)
+        result = self.eval(node.values[0])
+        for item in node.values[1:]:
+            if not _is_ir(result):
+                # Python semantics (short-circuit) while every operand so far is a value.
+                if bool(result) != is_and:
+                    return result
+                result = self.eval(item)
+                continue
+            other = self.eval(item)
+            result = op.logical_and(result, other) if is_and else op.logical_or(result, other)
+        return result
+
+    def visit_Compare(self, node: ast.Compare) -> object:
+        left = self.eval(node.left)
+        result: object = True
+        for cmp, right_node in zip(node.ops, node.comparators):
+            right = self.eval(right_node)
+            if (_is_ir(left) or _is_ir(right)) and type(cmp) in _COMPARE_IR:
+                value: object = _COMPARE_IR[type(cmp)](left, right)  # type: ignore[arg-type]
+            else:
+                value = _COMPARE_PY[type(cmp)](left, right)
+            if result is True:
+                result = value
+            elif _is_ir(result) or _is_ir(value):
+                result = op.logical_and(result, value)  # type: ignore[arg-type]
+            else:
+                result = result and value
+            left = right
+        return result
+
+    def visit_IfExp(self, node: ast.IfExp) -> object:
+        cond = self.eval(node.test)
+        if _is_ir(cond):
+            return op.select(cond, self.eval(node.body), self.eval(node.orelse))  # type: ignore[arg-type]
+        return self.eval(node.body) if cond else self.eval(node.orelse)
+
+    def index_items(self, node: ast.expr) -> tuple[object, ...]:
+        """The indices of a subscript, slices as ``slice`` objects."""
+        parts = node.elts if isinstance(node, ast.Tuple) else [node]
+        items: list[object] = []
+        for part in parts:
+            if isinstance(part, ast.Slice):
+                items.append(
+                    slice(
+                        None if part.lower is None else self.eval(part.lower),
+                        None if part.upper is None else self.eval(part.upper),
+                        None if part.step is None else self.eval(part.step),
+                    )
+                )
+            else:
+                items.append(self.eval(part))
+        return tuple(items)
+
+    def check_indices(self, node: ast.Subscript, buffer: Buffer, count: int) -> None:
+        if count != buffer.ndim:
+            raise self.error(
+                node,
+                f"buffer {buffer.name} has {_plural(buffer.ndim, 'dimension')} but is indexed "
+                f"with {_plural(count, 'index')}; expected {buffer.ndim}",
+            )
+
+    def visit_Subscript(self, node: ast.Subscript) -> object:
+        owner = self.eval(node.value)
+        if isinstance(owner, Buffer):
+            items = self.index_items(node.slice)
+            self.check_indices(node, owner, len(items))
+            try:
+                return owner[items]
+            except (TypeError, ValueError) as err:
+                raise self.error(node, f"bad index of buffer {owner.name}: {err}") from None
+        key = self.eval(node.slice)
+        try:
+            return owner[key]  # type: ignore[index]
+        except (TypeError, ValueError, KeyError, IndexError) as err:
+            raise self.error(node, f"cannot subscript {ast.unparse(node.value)}: {err}") from None
+
+    def visit_Slice(self, node: ast.Slice) -> object:
+        parts = (node.lower, node.upper, node.step)
+        return slice(*(None if p is None else self.eval(p) for p in parts))
+
+    def visit_Tuple(self, node: ast.Tuple) -> object:
+        return tuple(self._elements(node.elts))
+
+    def visit_List(self, node: ast.List) -> object:
+        return self._elements(node.elts)
+
+    def _elements(self, nodes: list[ast.expr]) -> list[object]:
+        out: list[object] = []
+        for item in nodes:
+            if isinstance(item, ast.Starred):
+                out.extend(self.eval(item.value))  # type: ignore[call-overload]
+            else:
+                out.append(self.eval(item))
+        return out
+
+    def visit_Dict(self, node: ast.Dict) -> object:
+        out: dict[object, object] = {}
+        for key, value in zip(node.keys, node.values):
+            if key is None:
+                out.update(self.eval(value))  # type: ignore[call-overload]
+            else:
+                out[self.eval(key)] = self.eval(value)
+        return out
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> object:
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                parts.append(str(self.eval(value.value)))
+            else:
+                parts.append(str(self.eval(value)))
+        return "".join(parts)
+
+
+_UNBOUND = object()

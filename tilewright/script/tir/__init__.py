@@ -1,0 +1,98 @@
+"""The ``T`` namespace of scripts (``from tilewright.script import tir as T``).
+
+Every name is a real Python function or object: expression functions return IR, loop and
+block functions return directives that the parser applies, dtype names (``T.float32``)
+make constants, casts and variables, and ``T.Buffer`` describes buffer parameters.
+"""
+
+from tilewright.script.parser.entry import prim_func
+from tilewright.script.tir.blocks import (
+    axis,
+    block,
+    block_attr,
+    func_attr,
+    init,
+    reads,
+    sblock,
+    where,
+    writes,
+)
+from tilewright.script.tir.buffers import (
+    Buffer,
+    alloc_buffer,
+    decl_buffer,
+    match_buffer,
+    sblock_alloc_buffer,
+)
+from tilewright.script.tir.dtypes import (
+    bfloat16,
+    bool,
+    float16,
+    float32,
+    float64,
+    handle,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from tilewright.script.tir.exprs import (
+    EQ,
+    NE,
+    Broadcast,
+    Cast,
+    Let,
+    Ramp,
+    Select,
+    abs,
+    acos,
+    asin,
+    atan,
+    atan2,
+    attr,
+    call_intrin,
+    cast,
+    ceil,
+    copysign,
+    cos,
+    cosh,
+    erf,
+    evaluate,
+    exp,
+    exp2,
+    exp10,
+    fabs,
+    floor,
+    floordiv,
+    floormod,
+    fmod,
+    hypot,
+    if_then_else,
+    let,
+    log,
+    log1p,
+    log2,
+    log10,
+    max,
+    min,
+    nearbyint,
+    pow,
+    round,
+    rsqrt,
+    sigmoid,
+    sin,
+    sinh,
+    sqrt,
+    tan,
+    tanh,
+    trunc,
+    truncdiv,
+    truncmod,
+)
+from tilewright.script.tir.loops import grid, parallel, serial, thread_binding, unroll, vectorized
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,89 @@
+"""Argument checks shared by the ``T`` functions: values to expressions, with clear errors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tilewright.ir import op
+from tilewright.ir.buffer import Buffer, BufferRegion
+from tilewright.ir.dtype import DataType, dtype
+from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Range
+from tilewright.script.parser.frames import DTypeConstructor
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, Buffer):
+        return f"buffer {value.name}"
+    return f"{type(value).__name__} {value!r}" if not isinstance(value, PrimExpr) else "expr"
+
+
+def expr(value: object, where: str) -> PrimExpr:
+    """``value`` as an expression; ``TypeError`` naming ``where`` for anything else."""
+    if isinstance(value, PrimExpr):
+        return value
+    if isinstance(value, bool | int | float):
+        return op.convert(value)
+    raise TypeError(f"{where}: expected an expression or a number, found {_describe(value)}")
+
+
+def int_expr(value: object, where: str) -> PrimExpr:
+    """An integer-typed expression (extents, indices, lanes)."""
+    result = expr(value, where)
+    if not result.dtype.is_integer:
+        raise TypeError(f"{where}: expected an integer, found {result.dtype} value")
+    return result
+
+
+def int_value(value: object, where: str) -> int:
+    """A Python integer (lanes, alignment): an ``int`` or an ``IntImm``."""
+    if isinstance(value, IntImm):
+        return value.value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise TypeError(f"{where}: expected a constant integer, found {_describe(value)}")
+
+
+def dtype_of(value: object, where: str) -> DataType:
+    """A dtype from a string, a ``DataType`` or a ``T.float32``-style constructor."""
+    if isinstance(value, DTypeConstructor):
+        return value.type
+    if isinstance(value, str | DataType):
+        try:
+            return dtype(value)
+        except ValueError as err:
+            raise TypeError(f"{where}: {err}") from None
+    raise TypeError(f'{where}: expected a dtype such as "float32", found {_describe(value)}')
+
+
+def shape_of(value: object, where: str) -> tuple[PrimExpr, ...]:
+    """A shape: one extent or a tuple/list of them."""
+    items = value if isinstance(value, Sequence) and not isinstance(value, str) else (value,)
+    return tuple(int_expr(v, f"{where} shape") for v in items)
+
+
+def region(value: object, where: str) -> BufferRegion:
+    """A buffer region from ``A[i, j]`` (a load: one element each) or ``A[i : i + 4]``."""
+    if isinstance(value, BufferRegion):
+        return value
+    if isinstance(value, BufferLoad):
+        ranges = tuple(Range(i, IntImm(1, i.dtype)) for i in value.indices)
+        return BufferRegion(value.buffer, ranges)
+    if isinstance(value, Buffer):
+        return BufferRegion.full(value)
+    raise TypeError(
+        f"{where}: expected a buffer region such as A[i, 0:4], found {_describe(value)}"
+    )
+
+
+def regions(values: Sequence[object], where: str) -> tuple[BufferRegion, ...]:
+    """Regions from arguments; a single list argument (the 2022 spelling) is flattened."""
+    flat: list[object] = []
+    for v in values:
+        flat.extend(v if isinstance(v, list | tuple) else [v])
+    return tuple(region(v, where) for v in flat)
+
+
+def attr_dict(value: object, where: str) -> dict[str, object]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise TypeError(f"{where}: expected a dict with string keys, found {_describe(value)}")
+    return value

@@ -1,0 +1,190 @@
+"""Expression and small-statement functions of the ``T`` namespace: math intrinsics,
+``T.max``/``T.min``, casts, ``T.Select``, ``T.if_then_else``, vectors, ``T.Let``,
+``T.evaluate``, ``T.call_intrin`` and ``T.attr``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tilewright.ir import expr as ir
+from tilewright.ir import op
+from tilewright.ir.expr import Call, PrimExpr, StringImm, Var
+from tilewright.ir.node import Node
+from tilewright.ir.stmt import Evaluate
+from tilewright.script.parser.frames import AttrFrame, LetFrame
+from tilewright.script.tir import arguments as args
+
+
+def _unary(name: str) -> Callable[[object], PrimExpr]:
+    def call(x: object) -> PrimExpr:
+        return op.math_call(name, args.expr(x, f"T.{name}"))
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"``T.{name}(x)``: the {name} intrinsic (integers promote to float32)."
+    return call
+
+
+def _binary(name: str) -> Callable[[object, object], PrimExpr]:
+    def call(x: object, y: object) -> PrimExpr:
+        return op.math_call(name, args.expr(x, f"T.{name}"), args.expr(y, f"T.{name}"))
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"``T.{name}(x, y)``: the {name} intrinsic."
+    return call
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+exp10 = _unary("exp10")
+log = _unary("log")
+log2 = _unary("log2")
+log10 = _unary("log10")
+log1p = _unary("log1p")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+tanh = _unary("tanh")
+asin = _unary("asin")
+acos = _unary("acos")
+atan = _unary("atan")
+sigmoid = _unary("sigmoid")
+erf = _unary("erf")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")
+trunc = _unary("trunc")
+nearbyint = _unary("nearbyint")
+abs = _unary("abs")
+fabs = _unary("fabs")
+pow = _binary("pow")
+atan2 = _binary("atan2")
+fmod = _binary("fmod")
+hypot = _binary("hypot")
+copysign = _binary("copysign")
+
+
+def max(a: object, b: object) -> PrimExpr:
+    """``T.max(a, b)``: the larger value (a ``Max`` node)."""
+    return op.max_value(args.expr(a, "T.max"), args.expr(b, "T.max"))
+
+
+def min(a: object, b: object) -> PrimExpr:
+    """``T.min(a, b)``: the smaller value (a ``Min`` node)."""
+    return op.min_value(args.expr(a, "T.min"), args.expr(b, "T.min"))
+
+
+def truncdiv(a: object, b: object) -> PrimExpr:
+    """``T.truncdiv(a, b)``: integer division rounding toward zero (``Div``)."""
+    return op.truncdiv(args.expr(a, "T.truncdiv"), args.expr(b, "T.truncdiv"))
+
+
+def truncmod(a: object, b: object) -> PrimExpr:
+    """``T.truncmod(a, b)``: remainder of ``truncdiv`` (``Mod``)."""
+    return op.truncmod(args.expr(a, "T.truncmod"), args.expr(b, "T.truncmod"))
+
+
+def floordiv(a: object, b: object) -> PrimExpr:
+    """``T.floordiv(a, b)``: the same as ``a // b``."""
+    return op.floordiv(args.expr(a, "T.floordiv"), args.expr(b, "T.floordiv"))
+
+
+def floormod(a: object, b: object) -> PrimExpr:
+    """``T.floormod(a, b)``: the same as ``a % b``."""
+    return op.floormod(args.expr(a, "T.floormod"), args.expr(b, "T.floormod"))
+
+
+def if_then_else(cond: object, true_value: object, false_value: object) -> PrimExpr:
+    """``T.if_then_else(c, a, b)``: only the chosen side is evaluated."""
+    where = "T.if_then_else"
+    c, a, b = (args.expr(v, where) for v in (cond, true_value, false_value))
+    return op.if_then_else(c, a, b)
+
+
+def Select(cond: object, true_value: object, false_value: object) -> PrimExpr:
+    """``T.Select(c, a, b)``: both sides are evaluated."""
+    where = "T.Select"
+    c, a, b = (args.expr(v, where) for v in (cond, true_value, false_value))
+    return op.select(c, a, b)
+
+
+def cast(value: object, dtype: object) -> PrimExpr:
+    """``T.cast(x, "float32")``: ``x`` converted (constants fold, same dtype is a no-op)."""
+    return op.cast(args.expr(value, "T.cast"), args.dtype_of(dtype, "T.cast"))
+
+
+def Cast(dtype: object, value: object) -> PrimExpr:
+    """``T.Cast("float32", x)``: a ``Cast`` node, exactly as written."""
+    target = args.dtype_of(dtype, "T.Cast")
+    x = args.expr(value, "T.Cast")
+    return x if x.dtype == target else ir.Cast(target, x)
+
+
+def Ramp(base: object, stride: object, lanes: object) -> PrimExpr:
+    """``T.Ramp(base, stride, lanes)``: the vector ``base + k * stride`` for each lane k."""
+    b = args.int_expr(base, "T.Ramp")
+    s = op.convert(args.int_expr(stride, "T.Ramp"), b.dtype)
+    return ir.Ramp(b, op.cast(s, b.dtype), args.int_value(lanes, "T.Ramp lanes"))
+
+
+def Broadcast(value: object, lanes: object) -> PrimExpr:
+    """``T.Broadcast(x, lanes)``: ``x`` in every lane."""
+    return ir.Broadcast(args.expr(value, "T.Broadcast"), args.int_value(lanes, "T.Broadcast lanes"))
+
+
+def Let(body: object, where: dict[Var, object]) -> PrimExpr:
+    """``T.Let(x + 1, where={x: 5})``: ``body`` with each variable bound (outermost first)."""
+    if not isinstance(where, dict) or not all(isinstance(k, Var) for k in where):
+        raise TypeError(f"T.Let: where= is a dict from variables to values, found {where!r}")
+    result = args.expr(body, "T.Let")
+    for var, value in reversed(list(where.items())):
+        result = ir.Let(var, op.convert(args.expr(value, "T.Let"), var.dtype), result)
+    return result
+
+
+def let(var: object, value: object, body: object = None) -> PrimExpr | LetFrame:
+    """``T.let(x, v, body)`` is a ``Let`` expression; ``with T.let(x, v):`` a ``LetStmt``."""
+    if not isinstance(var, Var):
+        raise TypeError(f"T.let: expected a variable (x = T.int32()), found {var!r}")
+    val = op.convert(args.expr(value, "T.let"), var.dtype)
+    if body is None:
+        return LetFrame(var, val)
+    return ir.Let(var, val, args.expr(body, "T.let"))
+
+
+def evaluate(value: object) -> Evaluate:
+    """``T.evaluate(call)``: evaluate an expression for its effect."""
+    return Evaluate(args.expr(value, "T.evaluate"))
+
+
+def call_intrin(dtype: object, op_name: object, *values: object) -> PrimExpr:
+    """``T.call_intrin("float32", "my_op", x)``: a call to the intrinsic named ``op_name``."""
+    if not isinstance(op_name, str):
+        raise TypeError(f"T.call_intrin: expected an intrinsic name string, found {op_name!r}")
+    result = args.dtype_of(dtype, "T.call_intrin")
+    operands = tuple(
+        StringImm(v) if isinstance(v, str) else args.expr(v, "T.call_intrin") for v in values
+    )
+    return Call(result, op_name, operands)
+
+
+def attr(node: object, key: object, value: object) -> AttrFrame:
+    """``with T.attr(node, "key", value):`` an ``AttrStmt`` around the body."""
+    if not isinstance(key, str):
+        raise TypeError(f"T.attr: expected a key string, found {key!r}")
+    target = node if isinstance(node, Node) else args.expr(node, "T.attr")
+    val = StringImm(value) if isinstance(value, str) else args.expr(value, "T.attr")
+    return AttrFrame(target, key, val)
+
+
+def EQ(a: object, b: object) -> PrimExpr:
+    """``T.EQ(a, b)``: ``a == b`` as IR (Python's ``==`` on nodes is identity)."""
+    return op.eq(args.expr(a, "T.EQ"), args.expr(b, "T.EQ"))
+
+
+def NE(a: object, b: object) -> PrimExpr:
+    """``T.NE(a, b)``: ``a != b`` as IR."""
+    return op.ne(args.expr(a, "T.NE"), args.expr(b, "T.NE"))
