@@ -1,0 +1,311 @@
+"""Lowered IRModule → C source for the CPU: one exported function per PrimFunc.
+
+Buffers are restrict pointers, parallel loops use OpenMP, vectorized loops carry
+``#pragma GCC ivdep`` so that the C compiler vectorizes them, and a vector statement (a
+``Ramp`` index, a ``Broadcast`` value) becomes a short loop over its lanes. float16 and
+bfloat16 are stored as ``uint16_t`` and computed in ``float``, rounded after each operation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+from tilewright.codegen.c_like import C_KEYWORDS, CLikePrinter, CodegenError, Expr
+from tilewright.codegen.signature import FuncSignature, func_signature, symbolic_vars
+from tilewright.ir import DataType, IntImm, IRModule, PrimFunc, Var
+from tilewright.ir.stmt import Allocate, AttrStmt, For, ForKind
+
+# Stack arrays up to this size; larger or symbolic allocations go to the heap.
+MAX_STACK_BYTES = 64 * 1024
+_UNROLL_LIMIT = 65534  # the largest count GCC's unroll pragma takes
+
+_HALF_HELPERS = {
+    "tw_f16_to_f32": """\
+QUAL float tw_f16_to_f32(uint16_t h) {
+  union { uint32_t u; float f; } v;
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu;
+  uint32_t mantissa = h & 0x3ffu;
+  if (exponent == 0x1fu) {
+    v.u = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    v.u = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+  } else {
+    float magnitude = (float)mantissa * 5.9604644775390625e-8f;  /* mantissa * 2^-24 */
+    return sign ? -magnitude : magnitude;
+  }
+  return v.f;
+}
+""",
+    "tw_f32_to_f16": """\
+QUAL uint16_t tw_f32_to_f16(float f) {
+  union { float f; uint32_t u; } v;
+  v.f = f;
+  uint16_t sign = (uint16_t)((v.u >> 16) & 0x8000u);
+  uint32_t bits = v.u & 0x7fffffffu;
+  if (bits >= 0x7f800000u) return sign | (bits > 0x7f800000u ? 0x7e00u : 0x7c00u);
+  if (bits >= 0x477ff000u) return sign | 0x7c00u;  /* rounds to infinity */
+  uint32_t q, rest, halfway;
+  if (bits < 0x38800000u) {  /* a subnormal half: count units of 2^-24 */
+    uint32_t exponent = bits >> 23;
+    if (exponent < 102u) return sign;
+    uint32_t mantissa = (bits & 0x7fffffu) | 0x800000u;
+    uint32_t shift = 126u - exponent;
+    q = mantissa >> shift;
+    rest = mantissa & ((1u << shift) - 1u);
+    halfway = 1u << (shift - 1u);
+  } else {
+    q = (((bits >> 23) - 112u) << 10) | ((bits & 0x7fffffu) >> 13);
+    rest = bits & 0x1fffu;
+    halfway = 0x1000u;
+  }
+  if (rest > halfway || (rest == halfway && (q & 1u))) q += 1u;  /* to nearest, ties even */
+  return (uint16_t)(sign | q);
+}
+""",
+    "tw_bf16_to_f32": """\
+QUAL float tw_bf16_to_f32(uint16_t h) {
+  union { uint32_t u; float f; } v;
+  v.u = (uint32_t)h << 16;
+  return v.f;
+}
+""",
+    "tw_f32_to_bf16": """\
+QUAL uint16_t tw_f32_to_bf16(float f) {
+  union { float f; uint32_t u; } v;
+  v.f = f;
+  if ((v.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((v.u >> 16) | 0x40u);
+  return (uint16_t)((v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16);
+}
+""",
+    "tw_round_f16": (
+        "QUAL float tw_round_f16(float f) { return tw_f16_to_f32(tw_f32_to_f16(f)); }\n"
+    ),
+    "tw_round_bf16": (
+        "QUAL float tw_round_bf16(float f) { return tw_bf16_to_f32(tw_f32_to_bf16(f)); }\n"
+    ),
+}
+
+
+class CPrinter(CLikePrinter):
+    """The C printer: OpenMP and GCC pragmas for loop kinds, half precision in software."""
+
+    target_name = "c"
+    value_types: ClassVar[dict[str, str]] = {
+        **CLikePrinter.value_types,
+        "float16": "float",
+        "bfloat16": "float",
+    }
+    storage_types: ClassVar[dict[str, str]] = {"float16": "uint16_t", "bfloat16": "uint16_t"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_parallel = False
+        self.uses_heap = False
+
+    # ---- half precision --------------------------------------------------------------------
+
+    def _half(self, dtype: DataType) -> str | None:
+        if dtype.bits != 16 or not dtype.is_float:
+            return None
+        return "f16" if dtype.code == "float" else "bf16"
+
+    def _need(self, *names: str) -> None:
+        for name in names:
+            self.helper(name, _HALF_HELPERS[name])
+
+    def load_value(self, text: str, dtype: DataType) -> Expr:
+        half = self._half(dtype)
+        if half is None:
+            return Expr(text)
+        self._need(f"tw_{half}_to_f32")
+        return Expr(f"tw_{half}_to_f32({text})")
+
+    def store_value(self, text: str, dtype: DataType) -> str:
+        half = self._half(dtype)
+        if half is None:
+            return text
+        self._need(f"tw_f32_to_{half}")
+        return f"tw_f32_to_{half}({text})"
+
+    def round_value(self, result: Expr, dtype: DataType) -> Expr:
+        half = self._half(dtype)
+        if half is None:
+            return result
+        self._need(f"tw_{half}_to_f32", f"tw_f32_to_{half}", f"tw_round_{half}")
+        return Expr(f"tw_round_{half}({result.text})")
+
+    # ---- statements ------------------------------------------------------------------------
+
+    def stmt_For(self, s: For) -> None:
+        if s.kind is ForKind.THREAD_BINDING:
+            raise self.thread_error(s.loop_var.name, s.thread_tag)
+        pragma = None
+        nested_parallel = self.in_parallel
+        if s.kind is ForKind.PARALLEL and not self.in_parallel:
+            pragma = "#pragma omp parallel for"
+        elif s.kind is ForKind.VECTORIZED:
+            pragma = "#pragma GCC ivdep"
+        elif s.kind is ForKind.UNROLLED and isinstance(s.extent, IntImm):
+            pragma = f"#pragma GCC unroll {max(1, min(s.extent.value, _UNROLL_LIMIT))}"
+        header = self.loop_header(s)
+        if pragma:
+            self.emit(pragma)
+        self.emit(header)
+        self.in_parallel = nested_parallel or s.kind is ForKind.PARALLEL
+        self.block(s.body)
+        self.in_parallel = nested_parallel
+        self.emit("}")
+
+    def stmt_AttrStmt(self, s: AttrStmt) -> None:
+        if s.key == "thread_extent":
+            name = getattr(getattr(s.node, "var", s.node), "name", "thread axis")
+            raise self.thread_error(name, str(getattr(s.node, "thread_tag", name)))
+        self.stmt(s.body)
+
+    def thread_error(self, loop: str, tag: str) -> CodegenError:
+        return CodegenError(
+            f"{self.func_name}: loop {loop} is bound to {tag}; the c target has no threads: "
+            "build for cuda/opencl or remove the binding"
+        )
+
+    def stmt_Allocate(self, s: Allocate) -> None:
+        buf = s.buffer
+        ctype = self.storage_type(buf.dtype)
+        count = 1
+        for dim in buf.shape:
+            count = count * dim if isinstance(count, int) and isinstance(dim, IntImm) else None
+            if count is None:
+                break
+        name = self.define(buf.data)
+        element_bytes = buf.dtype.bytes
+        if count is not None and count * element_bytes <= MAX_STACK_BYTES:
+            align = f" __attribute__((aligned({buf.align})))" if buf.align > 1 else ""
+            self.emit(f"{ctype} {name}[{max(count, 1)}]{align};")
+            self.stmt(s.body)
+            return
+        self.uses_heap = True
+        size = " * ".join(f"(size_t)({self.expr_text(d)})" for d in buf.shape) or "1"
+        align = max(buf.align, 16)
+        nbytes = f"({size}) * {element_bytes} / {align} * {align} + {align}"
+        self.emit(f"{ctype}* {self.restrict} {name} = ({ctype}*)aligned_alloc({align}, {nbytes});")
+        self.emit(f"if ({name} != NULL) {{")
+        self.block(s.body)
+        self.indent += 1
+        self.emit(f"free({name});")
+        self.indent -= 1
+        self.emit("} else {")
+        # Atomic: inside a parallel loop every thread may report the failure.
+        self.emit("  __atomic_store_n(&tw_status, -1, __ATOMIC_RELAXED);")
+        self.emit("}")
+
+    # ---- functions -------------------------------------------------------------------------
+
+    def function(self, name: str, func: PrimFunc, sig: FuncSignature) -> str:
+        """The C text of one function; helpers it needs are collected in ``self.helpers``."""
+        self.func_name = name
+        direct_dims = {
+            d for _, b in func.buffer_map for d in (*b.shape, *b.strides) if isinstance(d, Var)
+        }
+        params: list[str] = []
+        for var, spec in zip(func.params, sig.params):
+            buf = func.buffer_of(var)
+            if buf is None:
+                params.append(f"{self.value_type(var.dtype)} {self.define(var)}")
+                if var in direct_dims:
+                    self.nonneg.add(var)
+                continue
+            const = "" if spec.written else "const "
+            ctype = self.storage_type(buf.dtype)
+            params.append(f"{const}{ctype}* {self.restrict} {self.define(buf.data)}")
+        for var in symbolic_vars(name, func):
+            params.append(f"int64_t {self.define(var)}")
+            self.nonneg.add(var)
+        self.indent = 1
+        self.stmt(func.body)
+        body = self.lines
+        head = f"TW_EXPORT int32_t {sig.symbol}({', '.join(params)}) {{"
+        if self.uses_heap:
+            return "\n".join([head, "  int32_t tw_status = 0;", *body, "  return tw_status;", "}"])
+        return "\n".join([head, *body, "  return 0;", "}"])
+
+
+@dataclasses.dataclass(frozen=True)
+class CSource:
+    """Generated C: the whole translation unit and each function's argument contract."""
+
+    text: str
+    signatures: dict[str, FuncSignature]
+
+
+_RESERVED_SYMBOLS = C_KEYWORDS | {"free", "aligned_alloc", "abs", "malloc", "memcpy", "printf"}
+
+
+def c_symbol(name: str) -> str:
+    """The exported C symbol of the function called ``name`` in its module.
+
+    Example::
+
+        >>> c_symbol("matmul"), c_symbol("main")
+        ('matmul', 'main_kernel')
+    """
+    text = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "func"
+    math_names = {t.split("(")[0] for pair in CLikePrinter.intrinsics.values() for t in pair}
+    if text[0].isdigit() or text.startswith("tw_") or text in _RESERVED_SYMBOLS | math_names:
+        text = f"{text}_kernel"
+    return text
+
+
+def generate_c(mod: IRModule) -> CSource:
+    """Generate C for every function of a lowered module.
+
+    Arguments:
+        mod: the output of ``tilewright.transform.pipeline.lower_module(mod, "c")``: no blocks,
+            1-D buffer accesses.
+
+    Example::
+
+        >>> src = generate_c(lowered)
+        >>> print(src.text)                  # the translation unit
+        >>> src.signatures["main"].params    # what the runtime checks before a call
+    """
+    pieces: list[str] = []
+    helpers: dict[str, str] = {}
+    signatures: dict[str, FuncSignature] = {}
+    uses_heap = False
+    symbols: dict[str, str] = {}
+    for name, func in mod.items():
+        symbol = c_symbol(name)
+        if symbol in symbols:
+            raise CodegenError(f"functions {symbols[symbol]!r} and {name!r} share C name {symbol}")
+        symbols[symbol] = name
+        sig = func_signature(name, func, symbol)
+        printer = CPrinter()
+        pieces.append(printer.function(name, func, sig))
+        for key, text in printer.helpers.items():
+            helpers.setdefault(key, text)
+        uses_heap = uses_heap or printer.uses_heap
+        signatures[name] = sig
+    includes = ["#include <math.h>", "#include <stdbool.h>", "#include <stdint.h>"]
+    if uses_heap:
+        includes.append("#include <stdlib.h>")
+    prelude = [
+        "// Generated by tilewright for the c target.",
+        *includes,
+        "",
+        '#define TW_EXPORT __attribute__((visibility("default")))',
+    ]
+    text = "\n".join(prelude) + "\n\n" + "".join(h + "\n" for h in helpers.values())
+    text += "\n\n".join(pieces) + "\n"
+    return CSource(text, signatures)
+
+
+def codegen_c(mod: IRModule) -> str:
+    """The C source of a lowered module (see ``generate_c`` for the argument contracts).
+
+    Example::
+
+        >>> print(codegen_c(tilewright.transform.pipeline.lower_module(mod, "c")))
+    """
+    return generate_c(mod).text

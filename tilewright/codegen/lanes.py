@@ -1,0 +1,84 @@
+"""Vector expression + lane variable → the scalar expression computing that one lane.
+
+Printers without (or not choosing) native vector types write a vector statement as a loop
+over its lanes; this rewrite gives the loop body. ``Ramp(b, s, n)`` becomes ``b + lane * s``,
+``Broadcast(v, n)`` becomes ``v``, and every other vector node takes its scalar form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tilewright.ir import (
+    Broadcast,
+    Buffer,
+    BufferLoad,
+    Call,
+    Cast,
+    Let,
+    Mutator,
+    PrimExpr,
+    Ramp,
+    Var,
+    op,
+)
+
+
+def lane_of(expr: PrimExpr, lane: Var, arrays: Mapping[Var, Buffer] | None = None) -> PrimExpr:
+    """The scalar expression for lane ``lane`` of the vector expression ``expr``.
+
+    Arguments:
+        expr: a vector (or scalar) expression; scalar subexpressions are kept as they are.
+        lane: an int32 variable running over the lanes.
+        arrays: vector variables bound by a vector ``LetStmt``, each stored in a local array
+            of its lanes; lane ``lane`` of such a variable is a load from its array.
+
+    Example::
+
+        >>> lane_of(A.load([Ramp(i * 4, 1, 4)]) + Broadcast(x, 4), l)   # A[i * 4 + l] + x
+    """
+    return _Lane(lane, arrays or {}).visit(expr)  # type: ignore[return-value]
+
+
+class _Lane(Mutator):
+    def __init__(self, lane: Var, arrays: Mapping[Var, Buffer]) -> None:
+        super().__init__()
+        self.lane = lane
+        self.arrays = arrays
+        self.scalars: dict[Var, Var] = {}
+
+    def visit(self, value: object) -> object:
+        # Scalar subtrees are loop invariant: leave them untouched (and unvisited).
+        if isinstance(value, PrimExpr) and not isinstance(value, Var) and value.dtype.lanes == 1:
+            return value
+        return super().visit(value)
+
+    def visit_Var(self, var: Var) -> PrimExpr:
+        if var in self.arrays:
+            return BufferLoad(self.arrays[var], (self.lane,))
+        return self.scalars.get(var, var)
+
+    def visit_Ramp(self, ramp: Ramp) -> PrimExpr:
+        lane = op.cast(self.lane, ramp.base.dtype)
+        return op.add(ramp.base, op.mul(lane, ramp.stride))
+
+    def visit_Broadcast(self, node: Broadcast) -> PrimExpr:
+        return node.value
+
+    def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
+        return BufferLoad(load.buffer, tuple(self.visit(i) for i in load.indices))  # type: ignore[misc]
+
+    def visit_Cast(self, node: Cast) -> PrimExpr:
+        return Cast(node.dtype.element, self.visit(node.value))  # type: ignore[arg-type]
+
+    def visit_Call(self, node: Call) -> PrimExpr:
+        args = tuple(self.visit(a) for a in node.args)
+        return Call(node.dtype.element, node.op, args)  # type: ignore[arg-type]
+
+    def visit_Let(self, node: Let) -> PrimExpr:
+        value = self.visit(node.value)
+        if node.var.dtype.lanes == 1:
+            return Let(node.var, value, self.visit(node.body))  # type: ignore[arg-type]
+        scalar = Var(node.var.name, node.var.dtype.element)
+        self.scalars[node.var] = scalar
+        return Let(scalar, value, self.visit(node.body))  # type: ignore[arg-type]

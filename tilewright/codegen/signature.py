@@ -1,0 +1,235 @@
+"""PrimFunc → ``FuncSignature``: the argument list a generated kernel takes, as plain data.
+
+The signature is the contract between code generators and runtimes: one argument per
+parameter (a pointer for a buffer, a value for a scalar), then one ``int64`` per symbolic
+variable of the buffer shapes and strides that is not itself a parameter, in order of first
+appearance. It serializes to JSON so that an exported library can be loaded without its IR.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tilewright.ir import (
+    Add,
+    BufferStore,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    PrimFunc,
+    Sub,
+    Var,
+    post_order_visit,
+)
+
+# A dimension: a constant, a symbolic variable's name, or (op, lhs, rhs) over dimensions.
+Dim = int | str | tuple
+_DIM_OPS = {Add: "add", Sub: "sub", Mul: "mul", FloorDiv: "floordiv", FloorMod: "floormod",
+            Min: "min", Max: "max"}  # fmt: skip
+
+
+class SignatureError(ValueError):
+    """A function whose arguments no runtime could check or pass."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: a buffer (``shape`` set) or a scalar (``shape is None``).
+
+    ``strides`` is ``None`` for a compact row-major buffer; ``written`` says whether the
+    kernel stores into the buffer (a read-only array is refused only then).
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[Dim, ...] | None = None
+    strides: tuple[Dim, ...] | None = None
+    written: bool = False
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.shape is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class FuncSignature:
+    """A kernel's name, its exported symbol, its parameters and its trailing symbolic sizes."""
+
+    name: str
+    symbol: str
+    params: tuple[ParamSpec, ...]
+    sym_vars: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @staticmethod
+    def from_json(data: dict) -> FuncSignature:
+        params = tuple(
+            ParamSpec(
+                name=p["name"],
+                dtype=p["dtype"],
+                shape=None if p["shape"] is None else tuple(_dim_from_json(d) for d in p["shape"]),
+                strides=None
+                if p["strides"] is None
+                else tuple(_dim_from_json(d) for d in p["strides"]),
+                written=p["written"],
+            )
+            for p in data["params"]
+        )
+        return FuncSignature(data["name"], data["symbol"], params, tuple(data["sym_vars"]))
+
+
+def _dim_from_json(value: object) -> Dim:
+    if isinstance(value, list):
+        return tuple(_dim_from_json(v) for v in value)
+    return value  # type: ignore[return-value]
+
+
+def func_signature(name: str, func: PrimFunc, symbol: str | None = None) -> FuncSignature:
+    """The argument contract of ``func`` built under ``name``.
+
+    Arguments:
+        name: the function's name in its module.
+        func: a lowered function (its ``buffer_map`` keeps the N-d buffers).
+        symbol: the exported C symbol; ``name`` by default.
+
+    Example::
+
+        >>> sig = func_signature("main", func)
+        >>> [p.name for p in sig.params], sig.sym_vars
+        (['A', 'B'], ('n',))
+    """
+    names = _VarNames()
+    written = _written_data(func)
+    params: list[ParamSpec] = []
+    param_set = set(func.params)
+    for var in func.params:
+        names.name(var)
+    sym_vars = symbolic_vars(name, func)
+    for var in func.params:
+        buf = func.buffer_of(var)
+        if buf is None:
+            params.append(ParamSpec(var.name, str(var.dtype)))
+            continue
+        if buf.dtype.lanes != 1:
+            raise SignatureError(f"{name}: buffer {buf.name} has vector dtype {buf.dtype}")
+        dims = [_dim(expr, names) for expr in (*buf.shape, *buf.strides)]
+        if not (isinstance(buf.elem_offset, IntImm) and buf.elem_offset.value == 0):
+            raise SignatureError(
+                f"{name}: buffer {buf.name} has elem_offset {buf.elem_offset}; "
+                "arguments must start at their first element"
+            )
+        shape, strides = dims[: buf.ndim], dims[buf.ndim :]
+        params.append(
+            ParamSpec(
+                buf.name,
+                str(buf.dtype),
+                tuple(shape),
+                tuple(strides) if buf.strides else None,
+                buf.data in written,
+            )
+        )
+    _check_bindable(name, func, sym_vars, param_set)
+    return FuncSignature(
+        name, symbol or name, tuple(params), tuple(names.name(v) for v in sym_vars)
+    )
+
+
+def symbolic_vars(name: str, func: PrimFunc) -> list[Var]:
+    """The variables of buffer shapes and strides that are not parameters, first seen first.
+
+    Each becomes a trailing ``int64`` argument of the generated function.
+
+    Example::
+
+        >>> [v.name for v in symbolic_vars("main", func)]
+        ['n']
+    """
+    found: list[Var] = []
+    params = set(func.params)
+    for var in func.params:
+        buf = func.buffer_of(var)
+        if buf is None:
+            continue
+        for expr in (*buf.shape, *buf.strides):
+            for v in _dim_vars(expr, name, buf.name):
+                if v not in params and v not in found:
+                    found.append(v)
+    return found
+
+
+class _VarNames:
+    """Distinct names for distinct variables (two different ``n`` become ``n`` and ``n_1``)."""
+
+    def __init__(self) -> None:
+        self.names: dict[Var, str] = {}
+        self.used: set[str] = set()
+
+    def name(self, var: Var) -> str:
+        if var not in self.names:
+            base, count = var.name, 0
+            text = base
+            while text in self.used:
+                count += 1
+                text = f"{base}_{count}"
+            self.used.add(text)
+            self.names[var] = text
+        return self.names[var]
+
+
+def _dim(expr: PrimExpr, names: _VarNames) -> Dim:
+    if isinstance(expr, IntImm):
+        return expr.value
+    if isinstance(expr, Var):
+        return names.name(expr)
+    return (_DIM_OPS[type(expr)], _dim(expr.a, names), _dim(expr.b, names))  # type: ignore[attr-defined]
+
+
+def _dim_vars(expr: PrimExpr, func_name: str, buf_name: str) -> list[Var]:
+    found: list[Var] = []
+
+    def visit(e: PrimExpr) -> None:
+        if isinstance(e, Var):
+            found.append(e)
+        elif isinstance(e, IntImm):
+            pass
+        elif type(e) in _DIM_OPS:
+            visit(e.a)  # type: ignore[attr-defined]
+            visit(e.b)  # type: ignore[attr-defined]
+        else:
+            raise SignatureError(
+                f"{func_name}: buffer {buf_name} has a shape or stride {type(e).__name__} "
+                "expression; shapes may use + - * // % min max of constants and variables"
+            )
+
+    visit(expr)
+    return found
+
+
+def _check_bindable(name: str, func: PrimFunc, sym_vars: list[Var], params: set[Var]) -> None:
+    # A symbolic size reaches the kernel only if some dimension or stride is exactly it.
+    direct = {
+        e for _, buf in func.buffer_map for e in (*buf.shape, *buf.strides) if isinstance(e, Var)
+    }
+    for var in sym_vars:
+        if var not in direct:
+            raise SignatureError(
+                f"{name}: symbolic size {var.name} appears only inside shape expressions, so "
+                "argument shapes cannot determine it; make it a parameter"
+            )
+
+
+def _written_data(func: PrimFunc) -> set[Var]:
+    written: set[Var] = set()
+
+    def visit(node: object) -> None:
+        if isinstance(node, BufferStore):
+            written.add(node.buffer.data)
+
+    post_order_visit(func.body, visit)  # type: ignore[arg-type]
+    return written

@@ -1,0 +1,124 @@
+"""C source → shared library, compiled with the system C compiler and cached by content hash.
+
+The cache key is the sha256 of the source, the compiler command and the compiler's version,
+so a changed compiler or flag never reuses a stale library. Libraries are written to a
+temporary name and renamed into place: a concurrent build never sees a half-written file.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+
+from tilewright import config
+
+
+class CompileError(RuntimeError):
+    """The C compiler rejected generated source; the message holds its output."""
+
+
+def compile_c(source: str, name: str = "kernel") -> Path:
+    """Compile ``source`` into a shared library (or reuse the cached one) and return its path.
+
+    Arguments:
+        source: a C translation unit.
+        name: a label for error messages and the cached source file.
+
+    Example::
+
+        >>> path = compile_c(codegen_c(lowered))
+        >>> ctypes.CDLL(str(path))
+    """
+    cc = tuple(shlex.split(config.get().cc))
+    flags = compile_flags(cc, uses_openmp="#pragma omp" in source)
+    version = compiler_version(cc)
+    key = hashlib.sha256("\0".join([source, " ".join((*cc, *flags)), version]).encode()).hexdigest()
+    cache = Path(config.get().cache_dir) / "c"
+    library = cache / f"{key[:40]}.so"
+    if library.exists():
+        return library
+    cache.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", name) or "kernel"
+    with tempfile.TemporaryDirectory(prefix="tw-cc-") as work:
+        src = Path(work) / f"{stem}.c"
+        src.write_text(source)
+        out = Path(work) / f"{stem}.so"
+        command = [*cc, *flags, "-o", str(out), str(src), "-lm"]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise CompileError(_message(name, command, result.stderr, source, src.name))
+        atomic_copy(out, library)
+        atomic_write(cache / f"{key[:40]}.c", source)
+    return library
+
+
+def compile_flags(cc: tuple[str, ...], uses_openmp: bool) -> tuple[str, ...]:
+    """The flags for ``cc``: optimization, position-independent shared library, and
+    ``-march=native`` / ``-fopenmp`` when the compiler accepts them."""
+    flags = ["-O3", "-std=gnu11", "-shared", "-fPIC"]
+    if _accepts(cc, "-march=native"):
+        flags.append("-march=native")
+    if uses_openmp and _accepts(cc, "-fopenmp"):
+        flags.append("-fopenmp")
+    return tuple(flags)
+
+
+@functools.cache
+def compiler_version(cc: tuple[str, ...]) -> str:
+    """The first line of ``cc --version`` (part of the cache key)."""
+    try:
+        result = subprocess.run([*cc, "--version"], capture_output=True, text=True)
+    except OSError as err:
+        raise CompileError(
+            f"C compiler {' '.join(cc)!r} cannot be run ({err}); install one or set "
+            "TILEWRIGHT_CC (tilewright.config.cc)"
+        ) from None
+    return (result.stdout or result.stderr).splitlines()[0] if result.returncode == 0 else ""
+
+
+@functools.cache
+def _accepts(cc: tuple[str, ...], flag: str) -> bool:
+    with tempfile.TemporaryDirectory(prefix="tw-probe-") as work:
+        src = Path(work) / "probe.c"
+        src.write_text("int tw_probe(void) { return 0; }\n")
+        command = [*cc, flag, "-shared", "-fPIC", "-o", str(Path(work) / "probe.so"), str(src)]
+        try:
+            return subprocess.run(command, capture_output=True).returncode == 0
+        except OSError:
+            return False
+
+
+def _message(name: str, command: list[str], stderr: str, source: str, filename: str) -> str:
+    lines = source.splitlines()
+    text = f"C compiler failed on kernel {name}:\n  $ {shlex.join(command)}\n{stderr.strip()}"
+    match = re.search(re.escape(filename) + r":(\d+):(?:\d+:)? (?:fatal )?error", stderr)
+    if match:
+        number = int(match.group(1))
+        if 1 <= number <= len(lines):
+            text += f"\ngenerated source line {number}: {lines[number - 1].strip()}"
+    return text
+
+
+def atomic_copy(src: Path, dst: Path) -> None:
+    """Copy ``src`` to ``dst`` so that readers see either nothing or the whole file."""
+    atomic_write(dst, src.read_bytes(), mode=0o755)
+
+
+def atomic_write(dst: Path, data: str | bytes, mode: int = 0o644) -> None:
+    """Write ``dst`` through a temporary file in the same directory and a rename."""
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode() if isinstance(data, str) else data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, dst)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

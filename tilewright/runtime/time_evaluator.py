@@ -1,0 +1,99 @@
+"""A kernel + arguments → timing statistics: warm up once, then ``repeat`` timed batches."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+import time
+from collections.abc import Callable
+
+from tilewright.runtime.device import Device
+
+
+@dataclasses.dataclass(frozen=True)
+class ProfileResult:
+    """Timings in seconds: ``results`` holds each repeat's mean time per call.
+
+    Example::
+
+        >>> result = rt_mod.time_evaluator("main", tw.cpu(0), number=10)(a, b, c)
+        >>> result.mean, result.median, len(result.results)
+    """
+
+    results: tuple[float, ...]
+    number: int
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.results)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.results)
+
+    @property
+    def min(self) -> float:
+        return min(self.results)
+
+    @property
+    def max(self) -> float:
+        return max(self.results)
+
+    @property
+    def std(self) -> float:
+        return statistics.pstdev(self.results)
+
+    def __str__(self) -> str:
+        return (
+            f"mean {self.mean * 1e3:.4f} ms, median {self.median * 1e3:.4f} ms "
+            f"over {len(self.results)} repeats of {self.number} calls"
+        )
+
+
+def time_evaluator(
+    bind: Callable[..., Callable[[], None]],
+    dev: Device,
+    number: int = 10,
+    repeat: int = 1,
+    min_repeat_ms: float = 0,
+) -> Callable[..., ProfileResult]:
+    """A function that times a kernel on given arguments.
+
+    Arguments:
+        bind: checks arguments once and returns a no-argument launcher (``PackedFunc.bind``).
+        dev: the device to synchronize after each batch.
+        number: calls per repeat; raised until a repeat lasts ``min_repeat_ms``.
+        repeat: how many timed batches (the length of ``results``).
+        min_repeat_ms: the shortest duration of one repeat, in milliseconds.
+
+    Example::
+
+        >>> timer = time_evaluator(func.bind, tw.cpu(0), number=100, repeat=3)
+        >>> timer(a, b).median
+    """
+    if number < 1 or repeat < 1:
+        raise ValueError(f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}")
+
+    def evaluate(*args: object) -> ProfileResult:
+        run = bind(*args)
+        run()
+        dev.sync()
+        count = number
+        results = []
+        for _ in range(repeat):
+            while True:
+                start = time.perf_counter()
+                for _ in range(count):
+                    run()
+                dev.sync()
+                elapsed = time.perf_counter() - start
+                if elapsed * 1e3 >= min_repeat_ms:
+                    break
+                # Aim past the minimum, growing at most 1000x per attempt.
+                scale = min(1000.0, 1.2 * min_repeat_ms / max(elapsed * 1e3, 1e-6))
+                count = max(count + 1, math.ceil(count * scale))
+            results.append(elapsed / count)
+        return ProfileResult(tuple(results), count)
+
+    return evaluate
