@@ -101,8 +101,14 @@ class Analyzer:
             ...     ana.can_prove(i < 20)
             True
         """
+        with self.assume(self.simplify(op.convert(cond))):
+            yield
+
+    @contextmanager
+    def assume(self, cond: PrimExpr) -> Iterator[None]:
+        """Like ``constraint_scope`` for a condition that is already simplified."""
         with self._scope():
-            self._assume(self.simplify(op.convert(cond)))
+            self._assume(cond)
             yield
 
     def _assume(self, cond: PrimExpr) -> None:

@@ -11,6 +11,10 @@ from tilewright.ir.node import Node
 
 Key = object
 
+# Keys of recently seen nodes: simplification compares subtrees again and again.
+_KEYS: dict[int, tuple[Node, Key]] = {}
+_KEYS_LIMIT = 50_000
+
 
 def expr_key(value: object) -> Key:
     """A hashable key equal for trees with the same structure and the very same variables.
@@ -21,7 +25,15 @@ def expr_key(value: object) -> Key:
     if isinstance(value, Var | Buffer):
         return ("@", id(value))
     if isinstance(value, Node):
-        return (type(value).__name__, *(expr_key(v) for _, v in value.field_items()))
+        cached = _KEYS.get(id(value))
+        if cached is not None and cached[0] is value:
+            return cached[1]
+        key = (type(value).__name__, *(expr_key(v) for _, v in value.field_items()))
+        if len(_KEYS) >= _KEYS_LIMIT:
+            _KEYS.clear()
+        # The node is kept alive with its key so that its id cannot be reused meanwhile.
+        _KEYS[id(value)] = (value, key)
+        return key
     if isinstance(value, tuple):
         return ("()", *(expr_key(v) for v in value))
     if isinstance(value, float) and value != value:

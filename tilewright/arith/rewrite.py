@@ -403,7 +403,7 @@ class Rewriter:
                 return self(e.b)
             return a
         # b only matters when a is true (for and) or false (for or).
-        with self.analyzer.constraint_scope(a if is_and else op.logical_not(a)):
+        with self.analyzer.assume(a if is_and else op.logical_not(a)):
             b = self(e.b)
         if isinstance(b, IntImm):
             return a if bool(b.value) == is_and else b
@@ -426,9 +426,9 @@ class Rewriter:
         if isinstance(cond, IntImm):
             return self(e.true_value if cond.value else e.false_value)
         # Each side is only used when the condition has the matching value.
-        with self.analyzer.constraint_scope(cond):
+        with self.analyzer.assume(cond):
             t = self(e.true_value)
-        with self.analyzer.constraint_scope(op.logical_not(cond)):
+        with self.analyzer.assume(op.logical_not(cond)):
             f = self(e.false_value)
         if same(t, f):
             return t
