@@ -177,3 +177,34 @@ def test_match_buffer_dropping_a_wide_dimension_is_rejected():
 @pytest.mark.parametrize("name", sorted(ALL))
 def test_numeric_results_unchanged(name):
     assert_passes_preserve(ALL[name](), [lower_init_block, lower_blocks])
+
+
+def test_inner_block_bindings_over_outer_iterators_are_substituted():
+    args = [arg("A", (16,))]
+    (_, a) = args[0]
+    t, e, vt, ve = var("t"), var("e"), var("vt"), var("ve")
+    inner = loop(e, 4, realize("elem", [(ve, 16, S, vt * 4 + e)], store(a, a[ve] * 2.0, ve)))
+    func = root(args, loop(t, 4, realize("tile", [(vt, 4, S, t)], inner)))
+    x = t * 4 + e
+    expected = loop(t, 4, loop(e, 4, store(a, a[x] * 2.0, x)))
+    assert_structural_equal(lower_blocks(func).body, expected)
+
+
+def test_thread_bindings_keep_their_kind_and_tag():
+    args = [arg("A", (1024,)), arg("B", (1024,))]
+    (_, a), (_, b) = args
+    i0, i1, vi = var("i_0"), var("i_1"), var("vi")
+    block = realize("B", [(vi, 1024, S, i0 * 128 + i1)], store(b, a[vi], vi))
+    body = For(
+        i0,
+        const(0),
+        const(8),
+        ForKind.THREAD_BINDING,
+        For(i1, const(0), const(128), ForKind.THREAD_BINDING, block, "threadIdx.x"),
+        "blockIdx.x",
+    )
+    got = lower_blocks(root(args, body)).body
+    assert (got.kind, got.thread_tag) == (ForKind.THREAD_BINDING, "blockIdx.x")
+    assert (got.body.kind, got.body.thread_tag) == (ForKind.THREAD_BINDING, "threadIdx.x")
+    x = i0 * 128 + i1
+    assert_structural_equal(got.body.body, store(b, a[x], x))

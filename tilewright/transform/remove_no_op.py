@@ -73,7 +73,8 @@ def _same(a: object, b: object) -> bool:
 
 class _NoOpRemover(Mutator):
     def visit_SeqStmt(self, stmt: SeqStmt) -> Stmt:
-        kept = [s for s in (self.visit(s) for s in stmt.seq) if not is_no_op(s)]  # type: ignore[arg-type]
+        visited: list[Stmt] = [self.visit(s) for s in stmt.seq]  # type: ignore[misc]
+        kept = [s for s in visited if not is_no_op(s)]
         if not kept:
             return no_op()
         if len(kept) == len(stmt.seq) and all(a is b for a, b in zip(kept, stmt.seq)):
