@@ -62,8 +62,8 @@ def _is_ir(value: object) -> bool:
     return isinstance(value, PrimExpr)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else ('es' if word.endswith('x') else 's')}"
+def _plural(n: int, word: str, many: str) -> str:
+    return f"{n} {word if n == 1 else many}"
 
 
 class ExpressionEvaluator:
@@ -238,8 +238,8 @@ class ExpressionEvaluator:
         if count != buffer.ndim:
             raise self.error(
                 node,
-                f"buffer {buffer.name} has {_plural(buffer.ndim, 'dimension')} but is indexed "
-                f"with {_plural(count, 'index')}; expected {buffer.ndim}",
+                f"buffer {buffer.name} has {_plural(buffer.ndim, 'dimension', 'dimensions')} but is indexed "
+                f"with {_plural(count, 'index', 'indices')}; expected {buffer.ndim}",
             )
 
     def visit_Subscript(self, node: ast.Subscript) -> object:

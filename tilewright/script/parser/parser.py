@@ -109,8 +109,13 @@ class Parser(ExpressionEvaluator):
                 node, "a prim_func takes plain parameters only (no defaults, *args or **kwargs)"
             )
         with self.scope.nested():
+            # Scalar parameters first: a buffer's shape may use one that comes later.
+            simple = [a for a in arguments.args if isinstance(a.annotation, ast.Attribute)]
+            declared = {a.arg: self._parameter(a) for a in simple}
             for arg in arguments.args:
-                self._parameter(arg)
+                if arg.arg not in declared:
+                    declared[arg.arg] = self._parameter(arg)
+            self.func.params = [declared[a.arg] for a in arguments.args]
             body = self.parse_body(node.body)
         body = self._with_root_block(body)
         buffer_map = tuple(
@@ -118,7 +123,7 @@ class Parser(ExpressionEvaluator):
         )
         return PrimFunc(tuple(self.func.params), body, buffer_map, attrs(self.func.attrs))  # type: ignore[arg-type]
 
-    def _parameter(self, arg: ast.arg) -> None:
+    def _parameter(self, arg: ast.arg) -> Var:
         name = arg.arg
         if arg.annotation is None:
             raise self.error(
@@ -131,18 +136,17 @@ class Parser(ExpressionEvaluator):
             param = Var(name, handle)
             buffer = kind.make(name)
             self.func.buffer_map[param] = buffer
-            self.func.params.append(param)
             self.scope.define(name, buffer)
-        elif isinstance(kind, DTypeConstructor):
+            return param
+        if isinstance(kind, DTypeConstructor):
             var = Var(name, kind.type)
-            self.func.params.append(var)
             self.scope.define(name, var)
-        else:
-            raise self.error(
-                arg.annotation,
-                f"parameter {name}: expected T.Buffer((...), dtype), T.handle or a dtype such "
-                f"as T.int32, found {ast.unparse(arg.annotation)}",
-            )
+            return var
+        raise self.error(
+            arg.annotation,
+            f"parameter {name}: expected T.Buffer((...), dtype), T.handle or a dtype such "
+            f"as T.int32, found {ast.unparse(arg.annotation)}",
+        )
 
     def _with_root_block(self, body: Stmt) -> Stmt:
         allocs = tuple(self.func.root_allocs)
@@ -464,6 +468,9 @@ class Parser(ExpressionEvaluator):
             block.iter_values.append(binding)
             self.scope.define(name.id, var)  # type: ignore[attr-defined]
 
+    def _is_param(self, var: Var) -> bool:
+        return any(var is p for p in self.func.params) or var in self.func.buffer_map
+
     def _declare_buffer(self, name: str, decl: BufferDecl, node: ast.stmt) -> _Wrap | None:
         buffer = decl.spec.make(name)
         self.scope.define(name, buffer)
@@ -474,11 +481,9 @@ class Parser(ExpressionEvaluator):
         if decl.kind == "decl":
             return _Wrap(lambda rest: Allocate(buffer, rest))
         source = decl.source
-        if isinstance(source, Var) and source in self.func.params:
+        if isinstance(source, Var) and source.dtype.is_handle and self._is_param(source):
             if self.blocks:
                 raise self.error(node, "T.match_buffer of a parameter belongs at function level")
-            if not source.dtype.is_handle:
-                raise self.error(node, f"T.match_buffer: parameter {source.name} is not a T.handle")
             if source in self.func.buffer_map:
                 raise self.error(node, f"parameter {source.name} is already bound to a buffer")
             self.func.buffer_map[source] = buffer
