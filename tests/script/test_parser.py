@@ -1,6 +1,6 @@
 """Parser statements: functions, parameters, loops, blocks, buffers and control flow."""
 
-# ruff: noqa: F821 - strings and names inside T.Buffer annotations are script syntax
+# ruff: noqa: F821, UP037 - strings and names inside T.Buffer annotations are script syntax
 # (dtypes, later parameters), not Python forward references
 from __future__ import annotations
 
@@ -49,11 +49,11 @@ def test_prim_func_params_and_buffer_map():
 
 def test_buffer_spellings_are_equal():
     @T.prim_func
-    def old(A: T.Buffer[1024, float32]):
+    def old(A: T.Buffer[1024, "float32"]):
         A[0] = 1.0
 
     @T.prim_func
-    def old_tuple(A: T.Buffer[(1024,), float32]):
+    def old_tuple(A: T.Buffer[(1024,), "float32"]):
         A[0] = 1.0
 
     @T.prim_func
