@@ -1,0 +1,94 @@
+"""``ScheduleError``: a rule broken by a primitive, shown on the IR with the culprit marked."""
+
+from __future__ import annotations
+
+import re
+
+from tilewright.ir.function import PrimFunc
+from tilewright.ir.node import Node
+from tilewright.ir.stmt import Block, BlockRealize, For
+
+# Every rule a primitive can break, by the short name that error messages cite.
+RULES = {
+    "stale-reference": "a reference is valid only while its loop or block exists in the schedule",
+    "unknown-block": "get_block needs the name of a block of the function",
+    "unique-block-names": "block names must be unique within a function",
+    "split-factors": (
+        "split factors are positive integers, at most one is None, and their product "
+        "covers the loop extent"
+    ),
+    "loop-from-zero": "split and fuse need loops that start at 0",
+    "plain-loop": "split and fuse need loops without annotations or thread bindings",
+    "loop-chain": "the loops must form one chain of single-child loops, without branches",
+    "consecutive-loops": "the loops to fuse must be consecutive: each the only child of the last",
+    "distinct-loops": "each loop may be given only once",
+    "independent-extents": "a loop's range may not depend on a loop nested inside it",
+    "affine-binding": "block bindings must be affine maps of the surrounding loops",
+    "block-iter-kind": "blocks under the loop may only have spatial and reduction iterators",
+    "data-parallel": (
+        "parallel, vectorized and thread-bound loops may only drive spatial block iterators "
+        "(a reduction iterator may be bound to threadIdx for a cross-thread reduction)"
+    ),
+    "thread-axis": (
+        "a thread axis is blockIdx, threadIdx or vthread with .x, .y or .z, and has one "
+        "extent within a kernel"
+    ),
+    "annotation": "unannotate needs a key the loop or block is annotated with",
+    "argument": "the arguments must have the types the primitive documents",
+}
+
+
+class ScheduleError(Exception):
+    """A schedule primitive refused its arguments; the schedule is unchanged.
+
+    Attributes:
+        primitive: the primitive's name (``"split"``).
+        rule: the short name of the broken rule (a key of ``RULES``).
+        detail: what is wrong, naming the loop or block.
+        ir: the function's script with the offending loop or block marked ``# <-- here``.
+    """
+
+    def __init__(
+        self,
+        primitive: str,
+        rule: str,
+        detail: str,
+        func: PrimFunc | None = None,
+        marked: Node | None = None,
+    ) -> None:
+        self.primitive = primitive
+        self.rule = rule
+        self.detail = detail
+        self.ir = render(func, marked) if func is not None else ""
+        text = f"{primitive}: {detail}\n  rule {rule}: {RULES.get(rule, rule)}"
+        if self.ir:
+            text += "\n" + self.ir
+        super().__init__(text)
+
+
+def render(func: PrimFunc, marked: Node | None) -> str:
+    """``func``'s script with ``# <-- here`` after the line that opens ``marked``."""
+    try:
+        lines = func.script().splitlines()
+    except Exception as err:  # the printer must never hide the schedule error itself
+        return f"(the IR could not be printed: {err})"
+    target = _line_of(lines, marked)
+    if target is not None:
+        lines[target] += "  # <-- here"
+    return "\n".join(lines)
+
+
+def _line_of(lines: list[str], marked: Node | None) -> int | None:
+    if isinstance(marked, BlockRealize):
+        marked = marked.block
+    if isinstance(marked, Block):
+        pattern = re.compile(rf'^\s*with T\.s?block\("{re.escape(marked.name)}"\)')
+    elif isinstance(marked, For):
+        name = re.escape(marked.loop_var.name)
+        pattern = re.compile(rf"^\s*for (?:[\w, ]*, )?{name}(?:, [\w, ]*)? in ")
+    else:
+        return None
+    for k, line in enumerate(lines):
+        if pattern.match(line):
+            return k
+    return None

@@ -1,0 +1,83 @@
+"""Trace records: one frozen ``Instruction`` per primitive call, and the literal table that
+says how each kind of instruction is printed, serialised and replayed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
+
+Ref = BlockRV | LoopRV | ExprRV
+
+
+@dataclass(frozen=True)
+class InstructionKind:
+    """How a primitive appears in a trace.
+
+    Attributes:
+        name: the ``Schedule`` method.
+        inputs: parameters that may hold references (``*name`` for a variadic one).
+        attrs: parameters that hold plain values (strings, flags).
+        outputs: ``"one"``, ``"many"`` (a list) or ``"none"``.
+        pure: a query that changes nothing (dropped when its outputs are unused).
+    """
+
+    name: str
+    inputs: tuple[str, ...]
+    attrs: tuple[str, ...] = ()
+    outputs: str = "none"
+    pure: bool = False
+
+
+# Every instruction kind, by the name traces use (the Schedule method's name).
+KINDS: dict[str, InstructionKind] = {
+    k.name: k
+    for k in (
+        InstructionKind("get_block", (), ("name", "func_name"), "one", pure=True),
+        InstructionKind("get_loops", ("block",), (), "many", pure=True),
+        InstructionKind("get_child_blocks", ("block_or_loop",), (), "many", pure=True),
+        InstructionKind(
+            "split",
+            ("loop", "factors"),
+            ("preserve_unit_iters", "disable_predication"),
+            "many",
+        ),
+        InstructionKind("fuse", ("*loops",), ("preserve_unit_iters",), "one"),
+        InstructionKind("reorder", ("*ordered_loops",)),
+        InstructionKind("parallel", ("loop",)),
+        InstructionKind("vectorize", ("loop",)),
+        InstructionKind("unroll", ("loop",)),
+        InstructionKind("bind", ("loop",), ("thread_axis",)),
+        InstructionKind("annotate", ("block_or_loop", "ann_val"), ("ann_key",)),
+        InstructionKind("unannotate", ("block_or_loop",), ("ann_key",)),
+        InstructionKind("add_unit_loop", ("block_or_loop",), (), "one"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One primitive call: its kind, inputs (references and values), attributes and outputs.
+
+    ``decision`` is the choice a sampling instruction made; replaying with another decision
+    explores the design space (tuning results are traces with decisions).
+    """
+
+    kind: str
+    inputs: tuple[object, ...]
+    attrs: tuple[object, ...]
+    outputs: tuple[Ref, ...]
+    decision: object = None
+
+    def __post_init__(self) -> None:
+        spec = KINDS.get(self.kind)
+        if spec is None:
+            raise ValueError(f"unknown instruction kind {self.kind!r}")
+        if len(self.inputs) != len(spec.inputs) or len(self.attrs) != len(spec.attrs):
+            raise ValueError(
+                f"instruction {self.kind!r} takes inputs {spec.inputs} and attrs {spec.attrs}"
+            )
+
+    @property
+    def spec(self) -> InstructionKind:
+        return KINDS[self.kind]

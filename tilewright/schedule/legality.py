@@ -1,0 +1,169 @@
+"""The rules primitives check before they change anything; each raises ``ScheduleError``."""
+
+from __future__ import annotations
+
+import re
+
+from tilewright.arith.iter_map import is_affine
+from tilewright.ir.expr import IntImm, PrimExpr, Var
+from tilewright.ir.functor import collect_vars
+from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, IterKind
+from tilewright.ir.structural import structural_equal
+from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.tree import Path, Site, loop_domain, walk
+
+THREAD_TAG = re.compile(r"^(blockIdx|threadIdx|vthread)\.[xyz]$|^vthread$")
+
+
+def uses(expr: object, variables: set[Var]) -> bool:
+    return any(v in variables for v in collect_vars(expr))
+
+
+def check_plain_loop(primitive: str, site: Site) -> None:
+    """Split and fuse: the loop starts at 0 and has no annotations or thread binding."""
+    loop = site.node
+    assert isinstance(loop, For)
+    if loop.annotations or loop.kind is ForKind.THREAD_BINDING:
+        what = f"is bound to {loop.thread_tag}" if loop.thread_tag else "has annotations"
+        raise ScheduleError(
+            primitive,
+            "plain-loop",
+            f"loop {loop.loop_var.name!r} {what}",
+            site.func,
+            loop,
+        )
+    if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
+        raise ScheduleError(
+            primitive,
+            "loop-from-zero",
+            f"loop {loop.loop_var.name!r} starts at {loop.min!r}, not 0",
+            site.func,
+            loop,
+        )
+
+
+def check_distinct(primitive: str, sites: list[Site]) -> None:
+    seen: set[int] = set()
+    for site in sites:
+        if id(site.node) in seen:
+            name = site.node.loop_var.name  # type: ignore[attr-defined]
+            raise ScheduleError(
+                primitive, "distinct-loops", f"loop {name!r} is given twice", site.func, site.node
+            )
+        seen.add(id(site.node))
+
+
+def block_realizes(site: Site) -> list[Path]:
+    """Paths to the block realizes under (and including) the node."""
+    return [p for p in walk(site.node, site.path[:-1]) if isinstance(p[-1], BlockRealize)]
+
+
+def check_blocks_affine(primitive: str, site: Site, check_kinds: bool) -> None:
+    """Every block under the node has affine bindings (and, if asked, spatial or reduction
+    iterators only)."""
+    for path in block_realizes(site):
+        realize = path[-1]
+        assert isinstance(realize, BlockRealize)
+        block = realize.block
+        if check_kinds:
+            for iv in block.iter_vars:
+                if iv.kind not in (IterKind.SPATIAL, IterKind.REDUCE):
+                    raise ScheduleError(
+                        primitive,
+                        "block-iter-kind",
+                        f"block {block.name!r} has the {iv.kind.value} iterator {iv.var.name!r}",
+                        site.func,
+                        block,
+                    )
+        loops = site.at((*path, block)).enclosing_loops()
+        reason = is_affine(realize.iter_values, loop_domain(loops))
+        if reason is not None:
+            raise ScheduleError(
+                primitive,
+                "affine-binding",
+                f"block {block.name!r} has a binding that is not affine: {reason}",
+                site.func,
+                block,
+            )
+
+
+def check_parallelizable(primitive: str, site: Site, thread_tag: str = "") -> None:
+    """Parallel, vectorize and bind: only spatial block iterators depend on the loop."""
+    loop = site.node
+    assert isinstance(loop, For)
+    check_blocks_affine(primitive, site, check_kinds=True)
+    loop_vars = {loop.loop_var}
+    cross_thread = thread_tag.startswith("threadIdx.")
+    for path in block_realizes(site):
+        realize = path[-1]
+        assert isinstance(realize, BlockRealize)
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+            if iv.kind is IterKind.SPATIAL or not uses(value, loop_vars):
+                continue
+            if iv.kind is IterKind.REDUCE and cross_thread:
+                continue
+            raise ScheduleError(
+                primitive,
+                "data-parallel",
+                f"loop {loop.loop_var.name!r} drives the {iv.kind.value} iterator "
+                f"{iv.var.name!r} of block {realize.block.name!r}",
+                site.func,
+                loop,
+            )
+
+
+def check_thread_axis(primitive: str, site: Site, tag: str) -> None:
+    """The tag is a thread axis, bound with the same extent everywhere in its kernel."""
+    loop = site.node
+    assert isinstance(loop, For)
+    if not THREAD_TAG.match(tag):
+        raise ScheduleError(
+            primitive,
+            "thread-axis",
+            f"{tag!r} is not a thread axis (blockIdx.x, threadIdx.y, vthread.z, ...)",
+            site.func,
+            loop,
+        )
+    kernel = len(site.path) - 1
+    for k, stmt in enumerate(site.path[:-1]):
+        if isinstance(stmt, For) and stmt.kind is ForKind.THREAD_BINDING:
+            kernel = k
+            break
+    others = [s for s in site.path[kernel:-1] if isinstance(s, For)]
+    others += [p[-1] for p in walk(site.path[kernel], site.path[:kernel]) if p[-1] is not loop]
+    for other in others:
+        if not (isinstance(other, For) and other.kind is ForKind.THREAD_BINDING):
+            continue
+        if other.thread_tag == tag and not _same(other.extent, loop.extent):
+            raise ScheduleError(
+                primitive,
+                "thread-axis",
+                f"{tag} is already bound to loop {other.loop_var.name!r} with extent "
+                f"{other.extent!r} in this kernel; loop {loop.loop_var.name!r} has extent "
+                f"{loop.extent!r}",
+                site.func,
+                loop,
+            )
+
+
+def _same(a: PrimExpr, b: PrimExpr) -> bool:
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return a.value == b.value
+    return structural_equal(a, b)
+
+
+def check_single_child(primitive: str, site: Site, parent: For, child: For, rule: str) -> None:
+    if parent.body is not child:
+        raise ScheduleError(
+            primitive,
+            rule,
+            f"loop {child.loop_var.name!r} is not the only statement in loop "
+            f"{parent.loop_var.name!r}",
+            site.func,
+            parent,
+        )
+
+
+def block_of(path: Path) -> Block:
+    node = path[-1]
+    return node.block if isinstance(node, BlockRealize) else node  # type: ignore[return-value]

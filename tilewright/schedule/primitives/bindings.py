@@ -1,0 +1,69 @@
+"""After a loop rewrite: substitute the old loop variables and re-simplify block bindings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tilewright.arith.iter_map import iter_map_simplify
+from tilewright.ir.expr import PrimExpr, Range, Var
+from tilewright.ir.functor import collect_vars, substitute
+from tilewright.ir.stmt import Block, BlockRealize, For, Stmt
+from tilewright.schedule.tree import children, with_child
+
+
+def rewrite_loops(
+    body: Stmt,
+    mapping: Mapping[Var, PrimExpr],
+    outer: Mapping[Var, Range],
+    *,
+    drop_unit_iters: bool = False,
+) -> Stmt:
+    """``body`` with ``mapping`` substituted; the bindings of blocks that used a substituted
+    variable are put in canonical iterator-map form (``i_0 * 128 + i_1``) when they are a
+    clean iterator map of the loops around them, and left as substituted otherwise.
+
+    Args:
+        body: the statement to rewrite.
+        mapping: old loop variable -> its expression in the new loops.
+        outer: the ranges of the loops around ``body`` up to its enclosing block.
+        drop_unit_iters: replace loops of extent 1 by their start in the bindings.
+    """
+    new = substitute(body, mapping)
+    changed = {v for e in mapping.values() for v in collect_vars(e)}
+    return _simplify(new, dict(outer), changed, drop_unit_iters)  # type: ignore[arg-type]
+
+
+def _simplify(stmt: Stmt, dom: dict[Var, Range], changed: set[Var], drop: bool) -> Stmt:
+    if isinstance(stmt, For):
+        inner = dict(dom)
+        inner[stmt.loop_var] = Range(stmt.min, stmt.extent)
+        return stmt.replace(body=_simplify(stmt.body, inner, changed, drop))  # type: ignore[return-value]
+    if isinstance(stmt, BlockRealize):
+        realize = stmt
+        used = {v for e in stmt.iter_values for v in collect_vars(e)}
+        if used & changed:
+            values = iter_map_simplify(stmt.iter_values, dom, stmt.predicate, drop_unit_iters=drop)
+            realize = stmt.replace(iter_values=tuple(values))  # type: ignore[assignment]
+        block = realize.block
+        # A block starts a new scope: the loops outside it are no iterators of its children.
+        new_block = _simplify_children(block, {}, changed, drop)
+        return realize.replace(block=new_block)  # type: ignore[return-value]
+    return _simplify_children(stmt, dom, changed, drop)
+
+
+def _simplify_children(stmt: Stmt, dom: dict[Var, Range], changed: set[Var], drop: bool) -> Stmt:
+    result = stmt
+    for child in children(stmt):
+        new = _simplify(child, dom, changed, drop)
+        if new is not child:
+            result = with_child(result, child, new)
+    return result
+
+
+def block_scope_domain(path: tuple[Stmt, ...]) -> dict[Var, Range]:
+    """The ranges of the loops on ``path`` below its innermost block."""
+    start = 0
+    for k, stmt in enumerate(path):
+        if isinstance(stmt, Block):
+            start = k + 1
+    return {s.loop_var: Range(s.min, s.extent) for s in path[start:] if isinstance(s, For)}

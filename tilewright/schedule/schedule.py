@@ -1,0 +1,255 @@
+"""``Schedule``: the user-facing facade. Each method normalises its arguments, calls a pure
+primitive, commits the new function, and appends a trace record; a refused call changes
+nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tilewright.ir.expr import IntImm, PrimExpr
+from tilewright.ir.function import PrimFunc
+from tilewright.ir.module import IRModule
+from tilewright.ir.stmt import AttrValue, Block, For
+from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.instruction import Instruction, Ref
+from tilewright.schedule.primitives import annotate as annotate_
+from tilewright.schedule.primitives import for_kind, get, loops
+from tilewright.schedule.reference import BlockRV, LoopRV
+from tilewright.schedule.state import ScheduleState
+from tilewright.schedule.trace import Trace
+
+BlockArg = BlockRV | str
+
+
+class Schedule:
+    """Transforms the functions of a module without changing what they compute.
+
+    Args:
+        mod: an ``IRModule`` or a ``PrimFunc`` (scheduled as ``{"main": func}``).
+
+    Example::
+
+        sch = Schedule(mod)
+        (i,) = sch.get_loops(sch.get_block("C"))
+        i0, i1 = sch.split(i, [None, 128])
+        sch.bind(i0, "blockIdx.x")
+        sch.mod.show()
+    """
+
+    def __init__(
+        self,
+        mod: IRModule | PrimFunc,
+        *,
+        seed: int | None = None,
+        debug_mask: str | int = "all",
+        error_render_level: str = "detail",
+        enable_check: bool = True,
+    ) -> None:
+        if isinstance(mod, PrimFunc):
+            mod = IRModule({"main": mod})
+        if not isinstance(mod, IRModule):
+            raise TypeError(f"Schedule takes an IRModule or a PrimFunc, not {type(mod).__name__}")
+        self._state = ScheduleState(mod)
+        self._insts: list[Instruction] = []
+        names = list(mod)
+        self._func_name = names[0] if len(names) == 1 else "main"
+        self.seed = seed
+
+    # ---- state ---------------------------------------------------------------------------
+    @property
+    def mod(self) -> IRModule:
+        """The module as scheduled so far."""
+        return self._state.mod
+
+    @property
+    def trace(self) -> Trace:
+        """The primitive calls made so far."""
+        return Trace(self._insts)
+
+    @property
+    def func_working_on(self) -> str:
+        return self._func_name
+
+    def work_on(self, func_name: str) -> None:
+        """Make ``func_name`` the default function of ``get_block``."""
+        if func_name not in self.mod:
+            raise ScheduleError("work_on", "unknown-block", f"no function {func_name!r}")
+        self._func_name = func_name
+
+    def copy(self) -> Schedule:
+        """An independent schedule in the same state; existing references stay valid in it."""
+        other = Schedule.__new__(Schedule)
+        other._state = self._state.copy()
+        other._insts = list(self._insts)
+        other._func_name = self._func_name
+        other.seed = self.seed
+        return other
+
+    def get(self, ref: BlockRV | LoopRV) -> Block | For:
+        """The IR node a reference stands for now."""
+        return self._state.any_site(ref, "get").node  # type: ignore[return-value]
+
+    def show(self) -> None:
+        """Print the scheduled module."""
+        self.mod.show()
+
+    def _record(
+        self,
+        kind: str,
+        inputs: Sequence[object],
+        attrs: Sequence[object],
+        outputs: Sequence[Ref] = (),
+    ) -> None:
+        self._insts.append(Instruction(kind, tuple(inputs), tuple(attrs), tuple(outputs)))
+
+    def _block(self, block: BlockArg, primitive: str) -> BlockRV:
+        return self.get_block(block) if isinstance(block, str) else block
+
+    def _target(self, ref: BlockArg | LoopRV, primitive: str) -> BlockRV | LoopRV:
+        return self.get_block(ref) if isinstance(ref, str) else ref
+
+    # ---- queries -------------------------------------------------------------------------
+    def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
+        """The block named ``name`` in function ``func_name`` (default: the one worked on)."""
+        func_name = func_name or self._func_name
+        site = self._state.block_site(func_name, name, "get_block")
+        ref = self._state.block_ref(func_name, site.node)  # type: ignore[arg-type]
+        self._record("get_block", (), (name, func_name), (ref,))
+        return ref
+
+    get_sblock = get_block
+
+    def get_loops(self, block: BlockArg) -> list[LoopRV]:
+        """The loops above ``block`` up to its enclosing block, outermost first."""
+        block = self._block(block, "get_loops")
+        site = self._state.block_ref_site(block, "get_loops")
+        refs = [self._state.loop_ref(site.func_name, p[-1]) for p in get.get_loops(site)]  # type: ignore[arg-type]
+        self._record("get_loops", (block,), (), refs)
+        return refs
+
+    def get_child_blocks(self, block_or_loop: BlockArg | LoopRV) -> list[BlockRV]:
+        """The blocks directly under a block or loop, in program order."""
+        target = self._target(block_or_loop, "get_child_blocks")
+        site = self._state.any_site(target, "get_child_blocks")
+        refs = [self._state.block_ref(site.func_name, b) for b in get.get_child_blocks(site)]
+        self._record("get_child_blocks", (target,), (), refs)
+        return refs
+
+    # ---- loop transformations ------------------------------------------------------------
+    def split(
+        self,
+        loop: LoopRV,
+        factors: Sequence[int | IntImm | None],
+        preserve_unit_iters: bool = True,
+        disable_predication: bool = False,
+    ) -> list[LoopRV]:
+        """Split ``loop`` into nested loops of the given extents (one may be ``None``: inferred).
+
+        A product larger than the extent adds a ``T.where`` predicate to the blocks inside.
+        """
+        site = self._state.loop_site(loop, "split")
+        values = tuple(_factor(f) for f in factors)
+        func, new_vars = loops.split(site, values, preserve_unit_iters, disable_predication)
+        self._state.commit(site.func_name, func)
+        refs = [self._state.loop_ref(site.func_name, v) for v in new_vars]
+        self._record(
+            "split", (loop, values), (bool(preserve_unit_iters), bool(disable_predication)), refs
+        )
+        return refs
+
+    def fuse(self, *loops_: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
+        """Fuse consecutive nested loops (outermost first) into one loop."""
+        given = _flatten(loops_)
+        sites = [self._state.loop_site(r, "fuse") for r in given]
+        func, var = loops.fuse(sites, preserve_unit_iters)
+        self._state.commit(sites[0].func_name, func)
+        ref = self._state.loop_ref(sites[0].func_name, var)
+        self._record("fuse", (tuple(given),), (bool(preserve_unit_iters),), (ref,))
+        return ref
+
+    def reorder(self, *ordered_loops: LoopRV) -> None:
+        """Put the given loops of one chain in this order; the others keep their places."""
+        given = _flatten(ordered_loops)
+        sites = [self._state.loop_site(r, "reorder") for r in given]
+        func = loops.reorder(sites)
+        self._state.commit(sites[0].func_name, func)
+        self._record("reorder", (tuple(given),), ())
+
+    def add_unit_loop(self, block_or_loop: BlockArg | LoopRV) -> LoopRV:
+        """Wrap a block or loop in a new loop of extent 1 and return it."""
+        target = self._target(block_or_loop, "add_unit_loop")
+        site = self._state.any_site(target, "add_unit_loop")
+        func, var = loops.add_unit_loop(site)
+        self._state.commit(site.func_name, func)
+        ref = self._state.loop_ref(site.func_name, var)
+        self._record("add_unit_loop", (target,), (), (ref,))
+        return ref
+
+    # ---- loop kinds ----------------------------------------------------------------------
+    def parallel(self, loop: LoopRV) -> None:
+        """Run ``loop`` in parallel on CPU threads."""
+        site = self._state.loop_site(loop, "parallel")
+        self._state.commit(site.func_name, for_kind.parallel(site))
+        self._record("parallel", (loop,), ())
+
+    def vectorize(self, loop: LoopRV) -> None:
+        """Mark ``loop`` vectorized."""
+        site = self._state.loop_site(loop, "vectorize")
+        self._state.commit(site.func_name, for_kind.vectorize(site))
+        self._record("vectorize", (loop,), ())
+
+    def unroll(self, loop: LoopRV) -> None:
+        """Mark ``loop`` to be unrolled."""
+        site = self._state.loop_site(loop, "unroll")
+        self._state.commit(site.func_name, for_kind.unroll(site))
+        self._record("unroll", (loop,), ())
+
+    def bind(self, loop: LoopRV, thread_axis: str) -> None:
+        """Bind ``loop`` to a GPU thread axis such as ``"blockIdx.x"`` or ``"threadIdx.y"``."""
+        site = self._state.loop_site(loop, "bind")
+        if not isinstance(thread_axis, str):
+            raise ScheduleError("bind", "argument", f"thread_axis {thread_axis!r} is not a str")
+        self._state.commit(site.func_name, for_kind.bind(site, thread_axis))
+        self._record("bind", (loop,), (thread_axis,))
+
+    # ---- annotations ---------------------------------------------------------------------
+    def annotate(self, block_or_loop: BlockArg | LoopRV, ann_key: str, ann_val: AttrValue) -> None:
+        """Set annotation ``ann_key`` of a block or loop to ``ann_val``."""
+        target = self._target(block_or_loop, "annotate")
+        site = self._state.any_site(target, "annotate")
+        value = _annotation_value(ann_val)
+        self._state.commit(site.func_name, annotate_.annotate(site, str(ann_key), value))
+        self._record("annotate", (target, value), (str(ann_key),))
+
+    def unannotate(self, block_or_loop: BlockArg | LoopRV, ann_key: str) -> None:
+        """Remove annotation ``ann_key`` from a block or loop."""
+        target = self._target(block_or_loop, "unannotate")
+        site = self._state.any_site(target, "unannotate")
+        self._state.commit(site.func_name, annotate_.unannotate(site, str(ann_key)))
+        self._record("unannotate", (target,), (str(ann_key),))
+
+
+def _flatten(loops_: Sequence[object]) -> list[LoopRV]:
+    if len(loops_) == 1 and isinstance(loops_[0], list | tuple):
+        return list(loops_[0])
+    return list(loops_)  # type: ignore[arg-type]
+
+
+def _factor(value: object) -> int | PrimExpr | None:
+    if value is None or isinstance(value, PrimExpr):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScheduleError("split", "split-factors", f"factor {value!r} is not an integer or None")
+    return value
+
+
+def _annotation_value(value: object) -> AttrValue:
+    if isinstance(value, list | tuple):
+        return tuple(_annotation_value(v) for v in value)
+    if isinstance(value, bool | int | float | str | PrimExpr):
+        return value
+    raise ScheduleError(
+        "annotate",
+        "argument",
+        f"annotation value {value!r} is not a bool, int, float, str, expression or list",
+    )
