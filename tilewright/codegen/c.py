@@ -127,6 +127,9 @@ class CPrinter(CLikePrinter):
         if half is None:
             return text
         self._need(f"tw_f32_to_{half}")
+        rounded = f"tw_round_{half}("
+        if text.startswith(rounded) and _closes_at_end(text, len(rounded) - 1):
+            text = text[len(rounded) : -1]  # the conversion rounds already
         return f"tw_f32_to_{half}({text})"
 
     def round_value(self, result: Expr, dtype: DataType) -> Expr:
@@ -173,11 +176,12 @@ class CPrinter(CLikePrinter):
     def stmt_Allocate(self, s: Allocate) -> None:
         buf = s.buffer
         ctype = self.storage_type(buf.dtype)
-        count = 1
+        count: int | None = 1
         for dim in buf.shape:
-            count = count * dim if isinstance(count, int) and isinstance(dim, IntImm) else None
-            if count is None:
+            if count is None or not isinstance(dim, IntImm):
+                count = None
                 break
+            count *= dim.value
         name = self.define(buf.data)
         element_bytes = buf.dtype.bytes
         if count is not None and count * element_bytes <= MAX_STACK_BYTES:
@@ -229,6 +233,15 @@ class CPrinter(CLikePrinter):
         if self.uses_heap:
             return "\n".join([head, "  int32_t tw_status = 0;", *body, "  return tw_status;", "}"])
         return "\n".join([head, *body, "  return 0;", "}"])
+
+
+def _closes_at_end(text: str, open_at: int) -> bool:
+    depth = 0
+    for position in range(open_at, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[position], 0)
+        if depth == 0:
+            return position == len(text) - 1
+    return False
 
 
 @dataclasses.dataclass(frozen=True)

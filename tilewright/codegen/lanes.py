@@ -15,6 +15,7 @@ from tilewright.ir import (
     BufferLoad,
     Call,
     Cast,
+    IntImm,
     Let,
     Mutator,
     PrimExpr,
@@ -60,7 +61,8 @@ class _Lane(Mutator):
 
     def visit_Ramp(self, ramp: Ramp) -> PrimExpr:
         lane = op.cast(self.lane, ramp.base.dtype)
-        return op.add(ramp.base, op.mul(lane, ramp.stride))
+        step = lane if _is_const(ramp.stride, 1) else op.mul(lane, ramp.stride)
+        return step if _is_const(ramp.base, 0) else op.add(ramp.base, step)
 
     def visit_Broadcast(self, node: Broadcast) -> PrimExpr:
         return node.value
@@ -82,3 +84,7 @@ class _Lane(Mutator):
         scalar = Var(node.var.name, node.var.dtype.element)
         self.scalars[node.var] = scalar
         return Let(scalar, value, self.visit(node.body))  # type: ignore[arg-type]
+
+
+def _is_const(e: PrimExpr, value: int) -> bool:
+    return isinstance(e, IntImm) and e.value == value
