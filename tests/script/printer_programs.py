@@ -3,6 +3,8 @@ node kind, shared by the printer and round-trip tests."""
 
 from __future__ import annotations
 
+import math
+
 from tilewright.ir import (
     Allocate,
     AttrStmt,
@@ -226,7 +228,7 @@ def every_node_kind() -> IRModule:
         BufferStore(
             b, op.cast(op.truncdiv(vi, 3) + op.truncmod(vj, 5) - vi // 2 % 4, "int64"), (vi,)
         ),
-        BufferStore(view, a[vi, vj] * op.const(0.25), (0,)),
+        BufferStore(view, a[vi, vj] * op.const(0.25), (const(0),)),
     )
     inner = BlockRealize(
         (i, j),
@@ -275,7 +277,52 @@ def every_node_kind() -> IRModule:
     d = decl_buffer((m,), "float32", "D", strides=(const(2),))
     k = var("k")
     sym = For(
-        k, const(0), n, ForKind.UNROLLED, BufferStore(c, d[k % m] + op.const(float("inf")), (k, 0))
+        k,
+        const(0),
+        n,
+        ForKind.UNROLLED,
+        BufferStore(c, d[k % m] + op.const(math.inf), (k, const(0))),
     )
     symbolic = PrimFunc((c_h, d_h, m), sym, ((c_h, c), (d_h, d)), attrs({"global_symbol": "sym"}))
     return IRModule({"main": main, "sym": symbolic})
+
+
+_MM_ARGS = ", ".join(f'{n}: T.Buffer((1024, 1024), "float32")' for n in "ABC")
+# The notebook's Expected_5 as the printer writes it (modern spelling, no header comments).
+EXPECTED_5 = f"""
+@I.ir_module
+class Module:
+    @T.prim_func
+    def main({_MM_ARGS}):
+        T.func_attr({{"global_symbol": "main", "tir.noalias": True}})
+        # with T.block("root"):
+        C_local = T.alloc_buffer((1024, 1024), scope="local")
+        for i_0 in T.thread_binding(16, thread="blockIdx.y"):
+            for j_0 in T.thread_binding(16, thread="blockIdx.x"):
+                for i_1 in T.thread_binding(8, thread="threadIdx.y"):
+                    for j_1 in T.thread_binding(8, thread="threadIdx.x"):
+                        for i_2_init, j_2_init in T.grid(8, 8):
+                            with T.block("C_init"):
+                                vi = T.axis.spatial(1024, i_0 * 64 + i_1 * 8 + i_2_init)
+                                vj = T.axis.spatial(1024, j_0 * 64 + j_1 * 8 + j_2_init)
+                                T.reads()
+                                T.writes(C_local[vi, vj])
+                                C_local[vi, vj] = T.float32(0.0)
+                        for k_0 in range(256):
+                            for k_1 in T.unroll(4):
+                                for i_2, j_2 in T.grid(8, 8):
+                                    with T.block("C_update"):
+                                        vi = T.axis.spatial(1024, i_0 * 64 + i_1 * 8 + i_2)
+                                        vj = T.axis.spatial(1024, j_0 * 64 + j_1 * 8 + j_2)
+                                        vk = T.axis.reduce(1024, k_0 * 4 + k_1)
+                                        T.reads(C_local[vi, vj], A[vi, vk], B[vk, vj])
+                                        T.writes(C_local[vi, vj])
+                                        C_local[vi, vj] = C_local[vi, vj] + A[vi, vk] * B[vk, vj]
+                        for ax0, ax1 in T.grid(8, 8):
+                            with T.block("C_local"):
+                                v0 = T.axis.spatial(1024, i_0 * 64 + i_1 * 8 + ax0)
+                                v1 = T.axis.spatial(1024, j_0 * 64 + j_1 * 8 + ax1)
+                                T.reads(C_local[v0, v1])
+                                T.writes(C[v0, v1])
+                                C[v0, v1] = C_local[v0, v1]
+"""

@@ -6,10 +6,10 @@ from tilewright.ir.buffer import DEFAULT_ALIGN, Buffer
 from tilewright.ir.dtype import int32
 from tilewright.ir.expr import Let, Var
 from tilewright.ir.function import PrimFunc
-from tilewright.ir.functor import pre_order_visit
+from tilewright.ir.functor import collect_vars, pre_order_visit
 from tilewright.ir.module import IRModule
 from tilewright.ir.node import Node
-from tilewright.ir.stmt import Block, BlockRealize, Stmt
+from tilewright.ir.stmt import Block, BlockRealize, LetStmt, SeqStmt, Stmt
 from tilewright.script.printer.expr import is_const, is_true
 from tilewright.script.printer.stmt import StmtPrinter
 
@@ -21,7 +21,10 @@ class FunctionPrinter(StmtPrinter):
     """Prints one ``PrimFunc``; its variables and buffers form one naming unit."""
 
     def function(self, func: PrimFunc, name: str) -> None:
-        inline = {p: b for p, b in func.buffer_map if _inline(p, b)}
+        # A shape that uses a variable declared in the body (`n = T.int32()`) cannot be
+        # written in the parameter list, which is read before the body.
+        scalars = {p for p in func.params if func.buffer_of(p) is None}
+        inline = {p: b for p, b in func.buffer_map if _inline(p, b, scalars)}
         params = []
         # Every parameter is named before any text is made, so that a shape may refer to a
         # scalar parameter that comes later in the list.
@@ -37,7 +40,8 @@ class FunctionPrinter(StmtPrinter):
         for _, buf in matched:
             self.define_buffer(buf)
         free = self.claim_free(func)
-        # `T.Let(body, where={x: value})` refers to a variable declared beforehand.
+        # `T.Let(body, where={x: value})` and `with T.let(x, value):` refer to a variable
+        # declared beforehand.
         for var in let_vars(func.body):
             if var not in self.namer.names:
                 self.define_var(var)
@@ -72,12 +76,17 @@ class FunctionPrinter(StmtPrinter):
 
 
 def let_vars(tree: Node) -> list[Var]:
-    """The variables that ``Let`` expressions in ``tree`` bind, in order."""
+    """The variables that ``T.Let`` and ``with T.let`` bind in ``tree``, in order: those of
+    ``Let`` expressions and of ``LetStmt`` not last in their sequence."""
     found: dict[Var, None] = {}
 
     def look(node: Node) -> None:
         if isinstance(node, Let):
             found.setdefault(node.var, None)
+        elif isinstance(node, SeqStmt):
+            for item in node.seq[:-1]:
+                if isinstance(item, LetStmt):
+                    found.setdefault(item.var, None)
 
     pre_order_visit(tree, look)
     return list(found)
@@ -114,10 +123,11 @@ def _holds_block(stmt: Stmt) -> bool:
     return bool(found)
 
 
-def _inline(param: Var, buf: Buffer) -> bool:
+def _inline(param: Var, buf: Buffer, scalars: set[Var]) -> bool:
     """Whether the parameter prints as ``A: T.Buffer(shape, dtype)`` (all else default)."""
     return (
-        not buf.strides
+        all(v in scalars for v in collect_vars(buf.shape))
+        and not buf.strides
         and is_const(buf.elem_offset, 0)
         and buf.elem_offset.dtype == int32
         and buf.scope == "global"

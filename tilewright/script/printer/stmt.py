@@ -75,8 +75,13 @@ class StmtPrinter(ExprPrinter):
     def stmt_SeqStmt(self, s: SeqStmt) -> None:
         if not s.seq:
             self.emit("pass")
-        for item in s.seq:
-            self.stmt(item)
+        last = len(s.seq) - 1
+        for position, item in enumerate(s.seq):
+            if isinstance(item, LetStmt) and position < last:
+                # `x: T.int32 = v` would take the statements after it as its body.
+                self.let_scope(item)
+            else:
+                self.stmt(item)
 
     def stmt_BufferStore(self, s: BufferStore) -> None:
         target = f"{self.buffer(s.buffer)}[{self.indices(s.indices)}]"
@@ -90,6 +95,13 @@ class StmtPrinter(ExprPrinter):
         name = self.define_var(s.var)
         self.emit(f"{name}: T.{s.var.dtype} = {value}")
         self.stmt(s.body)
+
+    def let_scope(self, s: LetStmt) -> None:
+        value = self.expr(s.value)
+        name = self.namer.names.get(s.var) or self.define_var(s.var)
+        self.emit(f"with T.let({name}, {value}):")
+        with self.nested():
+            self.stmt(s.body)
 
     def stmt_Allocate(self, s: Allocate) -> None:
         args = self.buffer_args(s.buffer, keep_dtype=True)

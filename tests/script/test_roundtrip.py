@@ -1,0 +1,252 @@
+"""Printing then parsing gives a structurally equal module, and printing again the same text."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("tilewright.script.parser")
+
+from printer_programs import (
+    EXPECTED_5,
+    TRUE,
+    S,
+    arg,
+    block,
+    every_node_kind,
+    loop,
+    matmul,
+    matmul_blocked,
+    root,
+    var,
+    vector_add_split,
+    window_sum_shared,
+)
+
+from tilewright.ir import (
+    Allocate,
+    AttrStmt,
+    Block,
+    BlockRealize,
+    Broadcast,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    IntImm,
+    IRModule,
+    IterKind,
+    IterVar,
+    Let,
+    LetStmt,
+    PrimFunc,
+    Ramp,
+    Range,
+    StringImm,
+    assert_structural_equal,
+    attrs,
+    const,
+    decl_buffer,
+    dtype,
+    op,
+    seq,
+)
+from tilewright.script import from_source
+
+
+def _one_buffer(body_of, shape=(16,), dt="float32") -> IRModule:
+    a_h, a = arg("A", shape, dt)
+    return IRModule({"main": PrimFunc((a_h,), body_of(a), ((a_h, a),))})
+
+
+def _store(a, index, value=1.0):
+    return BufferStore(a, op.convert(value, a.dtype), (op.convert(index),))
+
+
+def shadowed_names() -> IRModule:
+    i, other = var("i"), var("i")
+    return _one_buffer(
+        lambda a: seq(
+            For(i, const(0), const(4), ForKind.PARALLEL, loop(other, 4, _store(a, i * 4 + other))),
+            loop(var("i"), 4, _store(a, 0)),
+        )
+    )
+
+
+def let_before_more_statements() -> IRModule:
+    t, i = var("t"), var("i")
+    return _one_buffer(lambda a: seq(LetStmt(t, const(3), _store(a, t)), loop(i, 4, _store(a, i))))
+
+
+def int64_loop() -> IRModule:
+    i = var("i", "int64")
+    n16 = IntImm(16, dtype("int64"))
+    return _one_buffer(
+        lambda a: For(
+            i, IntImm(0, dtype("int64")), n16, ForKind.SERIAL, _store(a, op.cast(i, "int32"))
+        )
+    )
+
+
+def opaque_block_with_offset_domain() -> IRModule:
+    i, vi = var("i"), var("vi")
+
+    def body(a):
+        ivs = (IterVar(vi, Range(const(2), const(8)), IterKind.OPAQUE),)
+        blk = Block("B", ivs, (), (a[vi : vi + 1],), _store(a, vi, a[vi - 2] * op.const(-1.5)))
+        return root(loop(i, 8, BlockRealize((i + 2,), TRUE, blk)))
+
+    return _one_buffer(body)
+
+
+def explicit_root_without_blocks() -> IRModule:
+    i = var("i")
+    return _one_buffer(lambda a: root(loop(i, 16, _store(a, i))))
+
+
+def control_flow_and_vectors() -> IRModule:
+    i, x = var("i"), var("x")
+
+    def body(a):
+        branches = IfThenElse(
+            op.logical_or(i < 3, op.logical_and(op.eq(i, 7), i <= 12)),
+            _store(a, i),
+            IfThenElse(
+                op.logical_not(i < 5),
+                _store(a, i, 2.0),
+                _store(a, i, op.cast((i - 8) // 3 % 4, "float32")),
+            ),
+        )
+        vector = BufferStore(
+            a,
+            a[Ramp(const(0), const(1), 4)] + Broadcast(op.const(1.0), 4),
+            (Ramp(const(4), const(1), 4),),
+        )
+        notes = attrs({"pragma_auto_unroll_max_step": 16, "s": "x", "f": 1.5, "l": [1, 2]})
+        return seq(
+            For(i, const(0), const(16), ForKind.UNROLLED, branches, annotations=notes),
+            AttrStmt(a.data, "key", StringImm("v"), vector),
+            Evaluate(op.call("tvm_storage_sync", "shared", dtype_="int32")),
+            loop(i2 := var("i"), 16, _store(a, i2, op.cast(Let(x, i2 + 1, x * x), "float32"))),
+        )
+
+    return _one_buffer(body)
+
+
+def float16_and_block_annotations() -> IRModule:
+    i, vi = var("i"), var("vi")
+
+    def body(h):
+        update = _store(h, vi, h[vi] * op.const(0.5, "float16"))
+        blk = block("B", [(vi, 8, S, i)], [h[vi : vi + 1]], [h[vi : vi + 1]], update)
+        blk = blk.replace(block=blk.block.replace(annotations=attrs({"meta_schedule.unroll": 4})))
+        return root(loop(i, 8, blk))
+
+    return _one_buffer(body, (8,), "float16")
+
+
+def non_default_parameters() -> IRModule:
+    a_h, b_h = var("A", "handle"), var("B", "handle")
+    a = decl_buffer((4, 4), "float32", "A", strides=(const(8), const(1)))
+    b = decl_buffer((4,), "float32", "B", "shared")
+    tmp = decl_buffer((4,), "float32", "tmp", "local")
+    body = seq(
+        _store(b, 0, a[1, 2]),
+        Allocate(tmp, BufferStore(tmp, b[0], (const(1),))),
+    )
+    return IRModule({"main": PrimFunc((a_h, b_h), body, ((a_h, a), (b_h, b)))})
+
+
+FIXTURES = {
+    "vector_add_split": vector_add_split,
+    "window_sum_shared": window_sum_shared,
+    "matmul": matmul,
+    "matmul_blocked": matmul_blocked,
+    "every_node_kind": every_node_kind,
+    "shadowed_names": shadowed_names,
+    "let_before_more_statements": let_before_more_statements,
+    "int64_loop": int64_loop,
+    "opaque_block_with_offset_domain": opaque_block_with_offset_domain,
+    "explicit_root_without_blocks": explicit_root_without_blocks,
+    "control_flow_and_vectors": control_flow_and_vectors,
+    "float16_and_block_annotations": float16_and_block_annotations,
+    "non_default_parameters": non_default_parameters,
+}
+
+
+@pytest.mark.parametrize("name", list(FIXTURES))
+def test_print_parse_print(name):
+    mod = FIXTURES[name]()
+    text = mod.script()
+    back = from_source(text)
+    assert_structural_equal(back, mod)
+    assert back.script() == text
+    assert mod.script() == text
+
+
+def test_fixtures_cover_every_node_kind():
+    import tilewright.ir as ir
+    from tilewright.ir.functor import pre_order_visit
+
+    seen: set[str] = set()
+    for build in FIXTURES.values():
+        pre_order_visit(build(), lambda node: seen.add(type(node).__name__))
+    kinds = {
+        name
+        for name in dir(ir)
+        if isinstance(getattr(ir, name), type)
+        and issubclass(getattr(ir, name), ir.Node)
+        and getattr(ir, name).__subclasses__() == []
+        and name not in ("IRModule",)
+    }
+    assert kinds - seen == set()
+
+
+NOTEBOOK_EXPECTED_5 = """
+@tvm.script.ir_module
+class Expected_5:
+    @T.prim_func
+    def main(A: T.Buffer[(1024, 1024), "float32"], B: T.Buffer[(1024, 1024), "float32"], C: T.Buffer[(1024, 1024), "float32"]) -> None:
+        # function attr dict
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        # body
+        # with T.block("root")
+        C_local = T.alloc_buffer([1024, 1024], dtype="float32", scope="local")
+        for i_0 in T.thread_binding(16, thread="blockIdx.y"):
+            for j_0 in T.thread_binding(16, thread="blockIdx.x"):
+                for i_1 in T.thread_binding(8, thread="threadIdx.y"):
+                    for j_1 in T.thread_binding(8, thread="threadIdx.x"):
+                        for i_2_init, j_2_init in T.grid(8, 8):
+                            with T.block("C_init"):
+                                vi = T.axis.spatial(1024, i_0 * 64 + i_1 * 8 + i_2_init)
+                                vj = T.axis.spatial(1024, j_0 * 64 + j_1 * 8 + j_2_init)
+                                T.reads()
+                                T.writes(C_local[vi, vj])
+                                C_local[vi, vj] = T.float32(0)
+                        for k_0 in T.serial(256):
+                            for k_1 in T.unroll(4):
+                                for i_2, j_2 in T.grid(8, 8):
+                                    with T.block("C_update"):
+                                        vi = T.axis.spatial(1024, i_0 * 64 + i_1 * 8 + i_2)
+                                        vj = T.axis.spatial(1024, j_0 * 64 + j_1 * 8 + j_2)
+                                        vk = T.axis.reduce(1024, k_0 * 4 + k_1)
+                                        T.reads(C_local[vi, vj], A[vi, vk], B[vk, vj])
+                                        T.writes(C_local[vi, vj])
+                                        C_local[vi, vj] = C_local[vi, vj] + A[vi, vk] * B[vk, vj]
+                        for ax0, ax1 in T.grid(8, 8):
+                            with T.block("C_local"):
+                                v0 = T.axis.spatial(1024, i_0 * 64 + i_1 * 8 + ax0)
+                                v1 = T.axis.spatial(1024, j_0 * 64 + j_1 * 8 + ax1)
+                                T.reads(C_local[v0, v1])
+                                T.writes(C[v0, v1])
+                                C[v0, v1] = C_local[v0, v1]
+"""  # noqa: E501 - the notebook's own text
+
+
+def test_notebook_expected_5_prints_in_the_modern_spelling():
+    parsed = from_source(NOTEBOOK_EXPECTED_5)
+    assert_structural_equal(parsed, matmul_blocked())
+    header = (
+        "# from tilewright.script import ir as I\n# from tilewright.script import tir as T\n\n\n"
+    )
+    assert parsed.script() == header + EXPECTED_5.strip("\n")
