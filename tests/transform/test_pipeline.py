@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from interpreter import run
-from programs import ALL, assert_passes_preserve, grid, store, var
+from programs import ALL, R, S, arg, assert_passes_preserve, grid, realize, root, store, var
 
 from tilewright import config
 from tilewright.ir import (
@@ -194,3 +196,33 @@ def test_notebook_programs_lower_and_match_numpy(name):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     for got, want in zip(run(lowered, *inputs), run(func, *inputs)):
         np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    k_inner=st.sampled_from([1, 2, 4, 8]),
+    order=st.permutations(["i", "j", "k_0", "k_1"]),
+)
+def test_reduction_init_is_correct_for_any_split_and_loop_order(k_inner, order):
+    m, n, k = 3, 4, 8
+    args = [arg("A", (m, k)), arg("B", (k, n)), arg("C", (m, n))]
+    (_, a), (_, b), (_, c) = args
+    loops = {name: var(name) for name in ("i", "j", "k_0", "k_1")}
+    extents = {"i": m, "j": n, "k_0": k // k_inner, "k_1": k_inner}
+    vi, vj, vk = var("vi"), var("vj"), var("vk")
+    block = realize(
+        "C",
+        [
+            (vi, m, S, loops["i"]),
+            (vj, n, S, loops["j"]),
+            (vk, k, R, loops["k_0"] * k_inner + loops["k_1"]),
+        ],
+        store(c, c[vi, vj] + a[vi, vk] * b[vk, vj], vi, vj),
+        init=store(c, 0.0, vi, vj),
+    )
+    func = root(args, grid([loops[x] for x in order], [extents[x] for x in order], block))
+    lowered = lower_module(IRModule({"main": func}))["main"]
+    rng = np.random.default_rng(2)
+    x = [rng.standard_normal(s).astype("float32") for s in ((m, k), (k, n))]
+    x.append(np.full((m, n), np.nan, "float32"))  # init must overwrite whatever C held
+    np.testing.assert_allclose(run(lowered, *x)[2], x[0] @ x[1], rtol=1e-5, atol=1e-5)
