@@ -334,7 +334,7 @@ class CLikePrinter:
         sym, prec = _INFIX[type(e)]
         a, b = e.a, e.b  # type: ignore[attr-defined]
         # Nested logical operators are parenthesized for the reader (and -Wparentheses).
-        tight = prec + 1 if prec in (PREC_AND, PREC_OR) else prec
+        tight = PREC_AND + 1 if prec == PREC_OR else prec
         return Expr(f"{self.operand(a, tight)} {sym} {self.operand(b, tight, right=True)}", prec)
 
     def expr_Not(self, e: Not) -> Expr:
