@@ -175,6 +175,41 @@ def test_simplify_preserves_integer_values(expr, dom, rng):
         assert evaluate(simplified, env) == evaluate(expr, env), (expr, simplified, env)
 
 
+@st.composite
+def index_exprs(draw, depth: int = 3) -> PrimExpr:
+    """Split and fuse shapes: ``a * E + b``, then ``// E``, ``% E`` and nested divisions."""
+    if depth == 0 or draw(st.integers(0, 4)) == 0:
+        return draw(st.sampled_from(VARS))
+    kind = draw(st.sampled_from(["fuse", "div", "mod", "split", "shift"]))
+    factor = IntImm(draw(st.sampled_from([2, 3, 4, 8, 16, 32])), int32)
+    a = draw(index_exprs(depth - 1))
+    if kind == "fuse":
+        return Add(Mul(a, factor), draw(index_exprs(depth - 1)))
+    if kind == "div":
+        return FloorDiv(a, factor)
+    if kind == "mod":
+        return FloorMod(a, factor)
+    if kind == "split":
+        return Add(Mul(FloorDiv(a, factor), factor), FloorMod(a, factor))
+    return Add(a, IntImm(draw(st.integers(-20, 20)), int32))
+
+
+@st.composite
+def index_domains(draw) -> dict[Var, Range]:
+    return {
+        v: Range(IntImm(0, int32), IntImm(draw(st.sampled_from([1, 2, 4, 7, 8, 16, 64])), int32))
+        for v in VARS
+    }
+
+
+@SETTINGS
+@given(expr=index_exprs(), dom=index_domains(), rng=st.randoms(use_true_random=False))
+def test_simplify_preserves_index_expressions(expr, dom, rng):
+    simplified = _analyzer(dom).simplify(expr)
+    for env in _points(dom, rng):
+        assert evaluate(simplified, env) == evaluate(expr, env), (expr, simplified, env)
+
+
 @SETTINGS
 @given(cond=bool_exprs(), dom=domains(), rng=st.randoms(use_true_random=False))
 def test_simplify_preserves_conditions(cond, dom, rng):

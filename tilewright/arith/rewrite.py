@@ -219,21 +219,19 @@ class Rewriter:
                 continue
             k = coef // c
             inner = to_form(term.a)
-            mod_term = FloorMod(term.a, term.b)
-            mod_key = expr_key(mod_term)
-            entry = form.terms.get(mod_key)
-            if entry is not None and entry[1] == k:
-                # k*c*(e // c) + k*(e % c) == k*e
+            # The canonical form of e % c, as the simplifier writes it elsewhere in the form.
+            rem = to_form(self.floormod_const(term.a, c))
+            # k*c*(e // c) + k*(e % c) == k*e
+            if _holds_terms(form, rem, k):
+                removed = {key} | {rk for rk, _, _ in rem.items()}
                 additions = [(t, k * a) for _, t, a in inner.items()]
-                _splice(form, key, {key, mod_key}, additions, k * inner.const)
+                _splice(form, key, removed, additions, k * (inner.const - rem.const))
                 return True
-            # k*c*(e // c) - k*e == -k*(e % c): needs every term of e present with -k times it
-            terms = list(inner.items())
-            if terms and all(
-                ik in form.terms and form.terms[ik][1] == -k * a for ik, _, a in terms
-            ):
-                removed = {key} | {ik for ik, _, _ in terms}
-                _splice(form, key, removed, [(mod_term, -k)], k * inner.const)
+            # k*c*(e // c) - k*e == -k*(e % c)
+            if not inner.is_const and _holds_terms(form, inner, -k):
+                removed = {key} | {ik for ik, _, _ in inner.items()}
+                additions = [(t, -k * a) for _, t, a in rem.items()]
+                _splice(form, key, removed, additions, k * (inner.const - rem.const))
                 return True
         return False
 
@@ -465,6 +463,14 @@ def _splice(
         if key not in removed:
             form.add_term(term, coef, key)
     form.const += const
+
+
+def _holds_terms(form: LinearForm, part: LinearForm, scale: int) -> bool:
+    """True when every term of ``part``, times ``scale``, is in ``form`` with that coefficient."""
+    return all(
+        (entry := form.terms.get(pk)) is not None and entry[1] == scale * a
+        for pk, _, a in part.items()
+    )
 
 
 def _content(form: LinearForm, c: int) -> int:
