@@ -142,3 +142,8 @@ def test_wrong_index_count_is_rejected():
 @pytest.mark.parametrize("name", sorted(ALL))
 def test_numeric_results_unchanged(name):
     assert_passes_preserve(ALL[name](), [lower_init_block, lower_blocks, flatten_buffers])
+
+
+def test_remaining_block_is_rejected():
+    with pytest.raises(ValueError, match="block 'root' is still present; run lower_blocks first"):
+        flatten_buffers(ALL["vector_add"]().func)

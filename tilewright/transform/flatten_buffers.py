@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from tilewright.ir import (
     Allocate,
+    Block,
     Buffer,
     BufferLoad,
     BufferStore,
@@ -143,6 +144,10 @@ class _Flattener(Mutator):
         if buffer not in self.flat:
             self.flat[buffer] = flat_buffer(buffer)
         return self.flat[buffer]
+
+    def visit_Block(self, block: Block) -> Block:
+        # Block read/write regions are N-d by nature; flattening under them would mix forms.
+        raise ValueError(f"block {block.name!r} is still present; run lower_blocks first")
 
     def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
         indices: tuple[PrimExpr, ...] = self.visit(load.indices)  # type: ignore[assignment]
