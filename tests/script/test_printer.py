@@ -477,6 +477,21 @@ def test_statements():
         """)
 
 
+def test_let_followed_by_more_statements_uses_with_and_a_declaration():
+    t = var("t")
+    a_h, buf = arg("A", (8,))
+    body = seq(LetStmt(t, i * 2, _store(buf, t)), _store(buf, 0))
+    f = PrimFunc((a_h, i), body, ((a_h, buf),))
+    assert script(f, header=False) == golden("""
+        @T.prim_func
+        def main(A: T.Buffer((8,), "float32"), i: T.int32):
+            t = T.int32()
+            with T.let(t, i * 2):
+                A[t] = T.float32(1.0)
+            A[0] = T.float32(1.0)
+        """)
+
+
 def test_empty_bodies_print_pass():
     assert script(loop(i, 4, seq())) == "for i in range(4):\n    pass"
 

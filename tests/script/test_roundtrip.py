@@ -28,6 +28,7 @@ from tilewright.ir import (
     Block,
     BlockRealize,
     Broadcast,
+    BufferRegion,
     BufferStore,
     Evaluate,
     For,
@@ -157,6 +158,65 @@ def non_default_parameters() -> IRModule:
     return IRModule({"main": PrimFunc((a_h, b_h), body, ((a_h, a), (b_h, b)))})
 
 
+def int64_block_and_scalar_dtypes() -> IRModule:
+    i64 = dtype("int64")
+    i, vi, n, f = var("i", "int64"), var("vi", "int64"), var("n", "int64"), var("f")
+    a_h, a = var("A", "handle"), decl_buffer((IntImm(16, i64),), "float32", "A")
+    b_h, b = arg("B", (8,), "bool")
+    u_h, u = arg("U", (8,), "uint8")
+    one = Range(vi, IntImm(1, i64))
+    iv = IterVar(vi, Range(IntImm(0, i64), IntImm(16, i64)), S)
+    update = BufferStore(a, a[vi] + op.cast(f, "float32"), (vi,))
+    blk = Block("B", (iv,), (BufferRegion(a, (one,)),), (BufferRegion(a, (one,)),), update)
+    j = var("j")
+    flags = seq(
+        BufferStore(b, op.logical_not(b[j]), (j,)),
+        BufferStore(u, u[j] + op.const(1, "uint8"), (j,)),
+        _store(
+            a, op.cast(n, "int32"), op.select(a[j] > op.const(0.0), a[j] // op.const(2.0), a[j])
+        ),
+    )
+    body = seq(
+        For(i, IntImm(0, i64), IntImm(16, i64), ForKind.SERIAL, BlockRealize((i,), TRUE, blk)),
+        loop(j, 8, flags),
+    )
+    args = ((a_h, a), (b_h, b), (u_h, u))
+    return IRModule({"main": PrimFunc((a_h, b_h, u_h, n, f), root(body), args)})
+
+
+def nested_blocks_under_an_annotated_root() -> IRModule:
+    j, j2, j3, k = var("j"), var("j"), var("j"), var("k")
+    vo, vj, vs = var("vo"), var("vj"), var("vs")
+
+    def body(a):
+        tmp = decl_buffer((4,), "float32", "tmp", "local")
+        inner = block("inner", [(vj, 4, S, k)], [], [tmp[vj : vj + 1]], _store(tmp, vj, 0.0))
+        outer = block("outer", [(vo, 8, S, j)], [], [], loop(k, 4, inner), alloc=(tmp,))
+        scan = block("scan", [(vs, 8, IterKind.SCAN, j2)], [], [], Evaluate(const(0)))
+        guarded = block(
+            "guarded",
+            [(var("vw"), 8, S, j3)],
+            [],
+            [],
+            Evaluate(const(0)),
+            where=op.logical_and(j3 < 6, j3 > 1),
+        )
+        bound_loop = For(j3, const(2), const(4), ForKind.THREAD_BINDING, guarded, "threadIdx.x")
+        notes = attrs({"note": 1})
+        top = Block(
+            "root",
+            (),
+            (),
+            (),
+            seq(loop(j, 8, outer), loop(j2, 8, scan), bound_loop),
+            alloc_buffers=(decl_buffer((4,), "float32", "shared_tmp", "shared"),),
+            annotations=notes,
+        )
+        return BlockRealize((), TRUE, top)
+
+    return _one_buffer(body)
+
+
 FIXTURES = {
     "vector_add_split": vector_add_split,
     "window_sum_shared": window_sum_shared,
@@ -171,6 +231,8 @@ FIXTURES = {
     "control_flow_and_vectors": control_flow_and_vectors,
     "float16_and_block_annotations": float16_and_block_annotations,
     "non_default_parameters": non_default_parameters,
+    "int64_block_and_scalar_dtypes": int64_block_and_scalar_dtypes,
+    "nested_blocks_under_an_annotated_root": nested_blocks_under_an_annotated_root,
 }
 
 
