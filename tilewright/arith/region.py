@@ -33,7 +33,7 @@ from tilewright.ir.functor import Visitor, collect_vars, substitute
 from tilewright.ir.stmt import Block, BlockRealize, BufferStore, For, LetStmt
 from tilewright.ir.structural import structural_hash
 
-Bounds = dict[Var, tuple[int, int]]
+Bounds = dict[Var, tuple[int, int] | None]
 
 
 @dataclass(frozen=True)
@@ -219,6 +219,9 @@ class _Accesses(Visitor):
         if isinstance(node.min, IntImm) and isinstance(node.extent, IntImm):
             low = node.min.value
             self.bounds[node.loop_var] = (low, low + node.extent.value - 1)
+        else:
+            # A loop of unknown range: any index using it covers the whole dimension.
+            self.bounds[node.loop_var] = None
         self.visit(node.body)
         self.bounds.pop(node.loop_var, None)
 
