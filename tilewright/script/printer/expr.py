@@ -7,7 +7,7 @@ import math
 
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
-from tilewright.ir.dtype import DataType, int32
+from tilewright.ir.dtype import int32
 from tilewright.ir.expr import (
     EQ,
     GE,
@@ -45,7 +45,7 @@ from tilewright.ir.expr import (
 )
 from tilewright.ir.node import Node
 from tilewright.ir.stmt import IterVar
-from tilewright.script.printer.names import Namer
+from tilewright.script.printer.names import Namer, free_names
 
 # Python's binding strengths, weakest first; a higher number binds tighter.
 OR, AND, NOT, CMP, ADD, MUL, UNARY, ATOM = 1, 2, 3, 4, 6, 7, 8, 10
@@ -92,10 +92,6 @@ def end_of(start: PrimExpr, extent: PrimExpr) -> PrimExpr:
     return op.add(start, extent)
 
 
-def dtype_text(dt: DataType) -> str:
-    return str(dt)
-
-
 class ExprPrinter:
     """Prints expressions; variables and buffers are named through a shared ``Namer``."""
 
@@ -115,8 +111,6 @@ class ExprPrinter:
 
     def claim_free(self, tree: object) -> list[Var]:
         """Name what ``tree`` uses without defining; returns the free variables."""
-        from tilewright.script.printer.names import free_names
-
         free: list[Var] = []
         for obj in free_names(tree):
             if isinstance(obj, Buffer):
@@ -164,18 +158,18 @@ class ExprPrinter:
             return str(e.value), (UNARY if e.value < 0 else ATOM)
         if e.dtype.is_bool:
             return f"T.bool({bool(e.value)})", ATOM
-        return f"T.{dtype_text(e.dtype)}({e.value})", ATOM
+        return f"T.{e.dtype}({e.value})", ATOM
 
     def expr_FloatImm(self, e: FloatImm) -> tuple[str, int]:
         value = e.value
         text = repr(value) if math.isfinite(value) else string(repr(value))
-        return f"T.{dtype_text(e.dtype)}({text})", ATOM
+        return f"T.{e.dtype}({text})", ATOM
 
     def expr_StringImm(self, e: StringImm) -> tuple[str, int]:
         return string(e.value), ATOM
 
     def expr_Cast(self, e: Cast) -> tuple[str, int]:
-        return f"T.Cast({string(dtype_text(e.dtype))}, {self.expr(e.value)})", ATOM
+        return f"T.Cast({string(str(e.dtype))}, {self.expr(e.value)})", ATOM
 
     def expr_BinaryOp(self, e: BinaryOp) -> tuple[str, int]:
         cls = type(e)
@@ -226,7 +220,7 @@ class ExprPrinter:
         args = e.args
         if _reparses_as_intrinsic(e):
             return f"T.{e.op}({self.args(*args)})", ATOM
-        head = f"{string(dtype_text(e.dtype))}, {string(e.op)}"
+        head = f"{string(str(e.dtype))}, {string(e.op)}"
         return f"T.call_intrin({', '.join([head, *(self.expr(a) for a in args)])})", ATOM
 
     def expr_Buffer(self, buffer: Buffer) -> tuple[str, int]:

@@ -11,6 +11,7 @@ from tilewright.ir.module import IRModule
 from tilewright.ir.node import Node
 from tilewright.ir.stmt import Block, BlockRealize, LetStmt, SeqStmt, Stmt
 from tilewright.script.printer.expr import is_const, is_true
+from tilewright.script.printer.names import sanitize
 from tilewright.script.printer.stmt import StmtPrinter
 
 HEADER_IR = "# from tilewright.script import ir as I"
@@ -25,27 +26,9 @@ class FunctionPrinter(StmtPrinter):
         # written in the parameter list, which is read before the body.
         scalars = {p for p in func.params if func.buffer_of(p) is None}
         inline = {p: b for p, b in func.buffer_map if _inline(p, b, scalars)}
-        params = []
-        # Every parameter is named before any text is made, so that a shape may refer to a
-        # scalar parameter that comes later in the list.
-        for param in func.params:
-            buf = inline.get(param)
-            if buf is not None:
-                self.namer.alias(param, self.define_buffer(buf))
-            else:
-                bound = func.buffer_of(param)
-                same = bound is not None and param.name == bound.name
-                self.define_var(param, f"{param.name}_handle" if same else None)
         matched = [(p, b) for p, b in func.buffer_map if p not in inline]
-        for _, buf in matched:
-            self.define_buffer(buf)
-        free = self.claim_free(func)
-        # `T.Let(body, where={x: value})` and `with T.let(x, value):` refer to a variable
-        # declared beforehand.
-        for var in let_vars(func.body):
-            if var not in self.namer.names:
-                self.define_var(var)
-                free.append(var)
+        declared = self.name_definitions(func, inline, matched)
+        params = []
         for param in func.params:
             buf = inline.get(param)
             if buf is not None:
@@ -58,12 +41,40 @@ class FunctionPrinter(StmtPrinter):
         with self.nested():
             if func.attrs:
                 self.emit(f"T.func_attr({self.attr_dict(func.attrs)})")
-            for var in free:
+            for var in declared:
                 self.emit(f"{self.expr(var)} = T.{var.dtype}()")
             for param, buf in matched:
                 args = self.buffer_args(buf, keep_dtype=True)
                 self.emit(f"{self.buffer(buf)} = T.match_buffer({self.expr(param)}, {args})")
             self.function_body(func.body)
+
+    def name_definitions(
+        self, func: PrimFunc, inline: dict[Var, Buffer], matched: list[tuple[Var, Buffer]]
+    ) -> list[Var]:
+        """Name the parameters, then what the body declares up front; returns the variables
+        to declare with ``x = T.int32()``.
+
+        Every parameter is named before any text is made, so that a shape may refer to a
+        scalar parameter that comes later in the list.
+        """
+        for param in func.params:
+            buf = inline.get(param)
+            if buf is not None:
+                self.namer.alias(param, self.define_buffer(buf))
+            else:
+                bound = func.buffer_of(param)
+                same = bound is not None and param.name == bound.name
+                self.define_var(param, f"{param.name}_handle" if same else None)
+        for _, buf in matched:
+            self.define_buffer(buf)
+        declared = self.claim_free(func)
+        # `T.Let(body, where={x: value})` and `with T.let(x, value):` refer to a variable
+        # declared beforehand.
+        for var in let_vars(func.body):
+            if var not in self.namer.names:
+                self.define_var(var)
+                declared.append(var)
+        return declared
 
     def function_body(self, body: Stmt) -> None:
         root = implicit_root(body)
@@ -148,7 +159,7 @@ def print_function(func: PrimFunc, name: str | None = None, indent: int = 4) -> 
         symbol = func.attr("global_symbol")
         name = symbol if isinstance(symbol, str) and symbol.isidentifier() else "main"
     printer = FunctionPrinter(indent=indent)
-    printer.function(func, name)
+    printer.function(func, sanitize(name))
     return printer.lines
 
 
