@@ -236,10 +236,12 @@ class ExpressionEvaluator:
 
     def check_indices(self, node: ast.Subscript, buffer: Buffer, count: int) -> None:
         if count != buffer.ndim:
+            dims = _plural(buffer.ndim, "dimension", "dimensions")
+            used = _plural(count, "index", "indices")
             raise self.error(
                 node,
-                f"buffer {buffer.name} has {_plural(buffer.ndim, 'dimension', 'dimensions')} but is indexed "
-                f"with {_plural(count, 'index', 'indices')}; expected {buffer.ndim}",
+                f"buffer {buffer.name} has {dims} but is indexed with {used}; "
+                f"expected {buffer.ndim}",
             )
 
     def visit_Subscript(self, node: ast.Subscript) -> object:

@@ -1,0 +1,248 @@
+"""Statements of a script body: sequences, loops, ``with`` frames, blocks, ``if``.
+
+``StatementParser`` walks a body; each ``visit_<Stmt>`` returns a statement, ``None`` for a
+directive it applied to the enclosing block or function, or a ``Wrap`` whose statement
+encloses the rest of the body (``LetStmt``, ``Allocate``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from tilewright.ir import op
+from tilewright.ir.buffer import Buffer, BufferRegion
+from tilewright.ir.dtype import bool_, int32
+from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
+from tilewright.ir.stmt import (
+    AttrStmt,
+    Block,
+    BlockRealize,
+    Evaluate,
+    For,
+    IfThenElse,
+    IterVar,
+    LetStmt,
+    MatchBufferRegion,
+    Stmt,
+    attrs,
+    seq,
+)
+from tilewright.script.parser.errors import SourceMap
+from tilewright.script.parser.expressions import ExpressionEvaluator
+from tilewright.script.parser.frames import (
+    AccessDirective,
+    AttrDirective,
+    AttrFrame,
+    BlockFrame,
+    InitFrame,
+    LetFrame,
+    LoopFrame,
+    WhereDirective,
+)
+
+
+@dataclass
+class Wrap:
+    """A statement that encloses the rest of its body (``LetStmt``, ``Allocate``)."""
+
+    make: Callable[[Stmt], Stmt]
+
+
+@dataclass
+class BlockBuilder:
+    """What the directives of one ``with T.block(...)`` have declared so far."""
+
+    name: str
+    iter_vars: list[IterVar] = field(default_factory=list)
+    iter_values: list[PrimExpr] = field(default_factory=list)
+    predicate: PrimExpr | None = None
+    reads: tuple[BufferRegion, ...] | None = None
+    writes: tuple[BufferRegion, ...] | None = None
+    annotations: dict[str, object] = field(default_factory=dict)
+    alloc_buffers: list[Buffer] = field(default_factory=list)
+    match_buffers: list[MatchBufferRegion] = field(default_factory=list)
+    init: Stmt | None = None
+
+
+@dataclass
+class FunctionBuilder:
+    params: list[Var] = field(default_factory=list)
+    buffer_map: dict[Var, Buffer] = field(default_factory=dict)
+    attrs: dict[str, object] = field(default_factory=dict)
+    root_allocs: list[Buffer] = field(default_factory=list)
+
+
+def _no_op() -> Stmt:
+    return Evaluate(IntImm(0, int32))
+
+
+class StatementParser(ExpressionEvaluator):
+    """Walks statement lists; the state of the function and blocks being built is here."""
+
+    def __init__(self, source: SourceMap, env: Mapping[str, object]) -> None:
+        super().__init__(source, env)
+        self.func = FunctionBuilder()
+        self.blocks: list[BlockBuilder] = []
+        self.loop_ranges: dict[Var, Range] = {}
+
+    def parse_body(self, stmts: list[ast.stmt]) -> Stmt:
+        """The statements of a body in order; binding statements enclose what follows."""
+        out: list[Stmt] = []
+        for index, node in enumerate(stmts):
+            method = getattr(self, f"visit_{type(node).__name__}", None)
+            if method is None or not isinstance(node, ast.stmt):
+                raise self.error(node, self._unsupported(node))
+            result = method(node)
+            if isinstance(result, Wrap):
+                out.append(result.make(self.parse_body(stmts[index + 1 :])))
+                break
+            if result is not None:
+                out.append(result)
+        return seq(*out) if out else _no_op()
+
+    def _unsupported(self, node: ast.AST) -> str:
+        text = ast.unparse(node).splitlines()[0]
+        return (
+            f"unsupported statement {type(node).__name__} ({text}); expected a for loop, "
+            "with T.block/T.init/T.attr, if/else, an assignment or a T. call"
+        )
+
+    def _nested_body(self, stmts: list[ast.stmt]) -> Stmt:
+        with self.scope.nested():
+            return self.parse_body(stmts)
+
+    def _block(self, node: ast.AST, what: str) -> BlockBuilder:
+        if not self.blocks:
+            raise self.error(node, f"{what} is only allowed inside a with T.block(...)")
+        return self.blocks[-1]
+
+    # ---- statements ------------------------------------------------------------------------
+
+    def visit_Pass(self, node: ast.Pass) -> None:
+        return None
+
+    def visit_Expr(self, node: ast.Expr) -> Stmt | None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str | type(...)):
+            return None  # a docstring or `...`
+        value = self.eval(node.value)
+        if isinstance(value, AccessDirective):
+            block = self._block(node, "T.writes" if value.is_write else "T.reads")
+            if value.is_write:
+                block.writes = (block.writes or ()) + value.regions
+            else:
+                block.reads = (block.reads or ()) + value.regions
+            return None
+        if isinstance(value, WhereDirective):
+            self._block(node, "T.where").predicate = value.predicate
+            return None
+        if isinstance(value, AttrDirective):
+            if value.on_function:
+                self.func.attrs.update(value.attrs)
+            else:
+                self._block(node, "T.block_attr").annotations.update(value.attrs)
+            return None
+        if isinstance(value, Stmt):
+            return value
+        if isinstance(value, PrimExpr):
+            return Evaluate(value)
+        raise self.error(
+            node,
+            "expected a statement such as T.reads(...), T.evaluate(...) or a call, "
+            f"found a {type(value).__name__} value",
+        )
+
+    def visit_For(self, node: ast.For) -> Stmt:
+        frame = self.eval(node.iter)
+        if not isinstance(frame, LoopFrame):
+            raise self.error(
+                node.iter,
+                "expected a loop such as range(n), T.grid(...), T.serial(n) or "
+                f"T.thread_binding(n, thread=...), found {ast.unparse(node.iter)}",
+            )
+        if node.orelse:
+            raise self.error(node.orelse[0], "for ... else is not supported in a script")
+        targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
+        if not all(isinstance(t, ast.Name) for t in targets):
+            raise self.error(node.target, "loop targets must be plain names")
+        if len(targets) != len(frame.loops):
+            raise self.error(
+                node.target,
+                f"{len(frame.loops)} loops but {len(targets)} loop variables; "
+                f"expected {len(frame.loops)} names",
+            )
+        loop_vars = [Var(t.id, spec.extent.dtype) for t, spec in zip(targets, frame.loops)]  # type: ignore[attr-defined]
+        with self.scope.nested():
+            for target, var, spec in zip(targets, loop_vars, frame.loops):
+                self.scope.define(target.id, var)  # type: ignore[attr-defined]
+                self.loop_ranges[var] = Range(spec.min, spec.extent)
+            body = self.parse_body(node.body)
+        for var, spec in reversed(list(zip(loop_vars, frame.loops))):
+            body = For(
+                var, spec.min, spec.extent, spec.kind, body, spec.thread_tag, spec.annotations
+            )
+        return body
+
+    def visit_With(self, node: ast.With) -> Stmt | None:
+        if len(node.items) != 1 or node.items[0].optional_vars is not None:
+            raise self.error(node, "expected one `with T.block(...):` (no `as`, one item)")
+        frame = self.eval(node.items[0].context_expr)
+        if isinstance(frame, BlockFrame):
+            return self._parse_block(frame, node)
+        if isinstance(frame, InitFrame):
+            block = self._block(node, "T.init()")
+            if block.init is not None:
+                raise self.error(node, f"block {block.name} has two T.init() sections")
+            block.init = self._nested_body(node.body)
+            return None
+        if isinstance(frame, AttrFrame):
+            return AttrStmt(frame.node, frame.key, frame.value, self._nested_body(node.body))
+        if isinstance(frame, LetFrame):
+            return LetStmt(frame.var, frame.value, self._nested_body(node.body))
+        raise self.error(
+            node.items[0].context_expr,
+            "expected T.block(...), T.init(), T.attr(...) or T.let(...) after with, found "
+            + ast.unparse(node.items[0].context_expr),
+        )
+
+    def _parse_block(self, frame: BlockFrame, node: ast.With) -> Stmt:
+        builder = BlockBuilder(frame.name)
+        self.blocks.append(builder)
+        try:
+            body = self._nested_body(node.body)
+        finally:
+            self.blocks.pop()
+        block = Block(
+            builder.name,
+            tuple(builder.iter_vars),
+            builder.reads or (),
+            builder.writes or (),
+            body,
+            builder.init,
+            tuple(builder.alloc_buffers),
+            tuple(builder.match_buffers),
+            attrs(builder.annotations),  # type: ignore[arg-type]
+        )
+        if builder.reads is None or builder.writes is None:
+            from tilewright.arith.region import block_access_regions
+
+            reads, writes = block_access_regions(block)
+            block = block.replace(  # type: ignore[assignment]
+                reads=builder.reads if builder.reads is not None else reads,
+                writes=builder.writes if builder.writes is not None else writes,
+            )
+        predicate = builder.predicate if builder.predicate is not None else IntImm(1, bool_)
+        return BlockRealize(tuple(builder.iter_values), predicate, block)
+
+    def visit_If(self, node: ast.If) -> Stmt | None:
+        cond = self.eval(node.test)
+        if not isinstance(cond, PrimExpr):
+            # A Python condition chooses a branch while parsing (meta-programming).
+            chosen = node.body if cond else node.orelse
+            return self._nested_body(chosen) if chosen else None
+        if not cond.dtype.is_bool:
+            cond = op.ne(cond, 0)
+        then_case = self._nested_body(node.body)
+        else_case = self._nested_body(node.orelse) if node.orelse else None
+        return IfThenElse(cond, then_case, else_case)
