@@ -284,6 +284,6 @@ def _identical(a: object, b: object) -> bool:
         return False
     if isinstance(a, Node):
         return all(_identical(x, getattr(b, k)) for k, x in a.field_items())
-    if isinstance(a, tuple):
-        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b))  # type: ignore[arg-type]
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b))
     return a == b
