@@ -37,6 +37,7 @@ from tilewright.ir import (
     post_order_visit,
     seq,
 )
+from tilewright.script import tir as T
 from tilewright.transform import lower_blocks, lower_init_block
 
 
@@ -208,3 +209,76 @@ def test_thread_bindings_keep_their_kind_and_tag():
     assert (got.body.kind, got.body.thread_tag) == (ForKind.THREAD_BINDING, "threadIdx.x")
     x = i0 * 128 + i1
     assert_structural_equal(got.body.body, store(b, a[x], x))
+
+
+# Scripts: the notebook's predicated shared-memory copy (serial loops), a root allocation and a
+# block-local one.
+@T.prim_func
+def _window_sum_shared(A: T.Buffer((19,), "float32"), B: T.Buffer((16,), "float32")):
+    A_shared = T.alloc_buffer((19,), scope="shared")
+    for i_0 in range(2):
+        for ax0_0, ax0_1 in T.grid(2, 8):
+            with T.block("A_shared"):
+                v0 = T.axis.spatial(19, i_0 * 8 + (ax0_0 * 8 + ax0_1))
+                T.where(ax0_0 * 8 + ax0_1 < 11)
+                A_shared[v0] = A[v0]
+        for i_1 in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(16, i_0 * 8 + i_1)
+                B_local = T.alloc_buffer((1,), scope="local")
+                B_local[0] = A_shared[vi] + A_shared[vi + 1] + A_shared[vi + 2]
+                B[vi] = B_local[0]
+
+
+@T.prim_func
+def _window_sum_shared_expected(A: T.Buffer((19,), "float32"), B: T.Buffer((16,), "float32")):
+    A_shared = T.decl_buffer((19,), "float32", scope="shared")
+    for i_0 in range(2):
+        for ax0_0, ax0_1 in T.grid(2, 8):
+            if ax0_0 * 8 + ax0_1 < 11:
+                A_shared[i_0 * 8 + (ax0_0 * 8 + ax0_1)] = A[i_0 * 8 + (ax0_0 * 8 + ax0_1)]
+        for i_1 in range(8):
+            B_local = T.decl_buffer((1,), "float32", scope="local")
+            B_local[0] = (
+                A_shared[i_0 * 8 + i_1] + A_shared[i_0 * 8 + i_1 + 1] + A_shared[i_0 * 8 + i_1 + 2]
+            )
+            B[i_0 * 8 + i_1] = B_local[0]
+
+
+def test_script_predicate_and_allocations():
+    got = lower_blocks(_window_sum_shared)
+    assert_structural_equal(got, _window_sum_shared_expected)
+
+
+@T.prim_func
+def _split_reordered_init(
+    A: T.Buffer((8, 16), "float32"),
+    B: T.Buffer((16, 12), "float32"),
+    C: T.Buffer((8, 12), "float32"),
+):
+    for k_1, i, k_0, j in T.grid(4, 8, 4, 12):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            vj = T.axis.spatial(12, j)
+            vk = T.axis.reduce(16, k_0 * 4 + k_1)
+            T.reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            T.writes(C[vi, vj])
+            if vk == 0:
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+@T.prim_func
+def _split_reordered_loops(
+    A: T.Buffer((8, 16), "float32"),
+    B: T.Buffer((16, 12), "float32"),
+    C: T.Buffer((8, 12), "float32"),
+):
+    for k_1, i, k_0, j in T.grid(4, 8, 4, 12):
+        if k_0 * 4 + k_1 == 0:
+            C[i, j] = T.float32(0)
+        C[i, j] = C[i, j] + A[i, k_0 * 4 + k_1] * B[k_0 * 4 + k_1, j]
+
+
+def test_script_init_guard_is_written_over_loop_variables():
+    assert_structural_equal(lower_blocks(_split_reordered_init), _split_reordered_loops)

@@ -13,6 +13,7 @@ from tilewright.ir import (
     op,
     seq,
 )
+from tilewright.script import tir as T
 from tilewright.transform import lower_init_block
 
 
@@ -60,3 +61,44 @@ def test_function_without_init_is_returned_unchanged():
 )
 def test_numeric_results_unchanged(name):
     assert_passes_preserve(ALL[name](), [lower_init_block])
+
+
+# The same transformation written as scripts: a split, reordered reduction.
+@T.prim_func
+def _split_reordered(
+    A: T.Buffer((8, 16), "float32"),
+    B: T.Buffer((16, 12), "float32"),
+    C: T.Buffer((8, 12), "float32"),
+):
+    for k_1, i, k_0, j in T.grid(4, 8, 4, 12):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            vj = T.axis.spatial(12, j)
+            vk = T.axis.reduce(16, k_0 * 4 + k_1)
+            T.reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            T.writes(C[vi, vj])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+@T.prim_func
+def _split_reordered_expected(
+    A: T.Buffer((8, 16), "float32"),
+    B: T.Buffer((16, 12), "float32"),
+    C: T.Buffer((8, 12), "float32"),
+):
+    for k_1, i, k_0, j in T.grid(4, 8, 4, 12):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            vj = T.axis.spatial(12, j)
+            vk = T.axis.reduce(16, k_0 * 4 + k_1)
+            T.reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            T.writes(C[vi, vj])
+            if vk == 0:
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+def test_script_split_reordered_reduction():
+    assert_structural_equal(lower_init_block(_split_reordered), _split_reordered_expected)
