@@ -1,6 +1,8 @@
 """Block access-region inference (tilewright.arith.region)."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tilewright.arith.region import block_access_regions, const_bounds, linearize
 from tilewright.ir import (
@@ -290,3 +292,58 @@ def test_linearize_collects_terms():
     form = linearize((x * 4 + y) * 2 - x + 3)
     coefs = {atom.name: coef for _, atom, coef in form.terms}
     assert coefs == {"x": 7, "y": 2} and form.const == 3
+
+
+def _evaluate(expr, env):
+    """The integer value of a small index expression under ``env``."""
+    from tilewright.ir import Add, FloorDiv, FloorMod, Mul, Sub
+
+    if isinstance(expr, IntImm):
+        return expr.value
+    if isinstance(expr, Var):
+        return env[expr]
+    a, b = _evaluate(expr.a, env), _evaluate(expr.b, env)
+    table = {Add: a + b, Sub: a - b, Mul: a * b}
+    if isinstance(expr, FloorDiv | FloorMod):
+        return a // b if isinstance(expr, FloorDiv) else a % b
+    return table[type(expr)]
+
+
+@given(
+    coef=st.integers(1, 4),
+    offsets=st.lists(st.integers(-3, 6), min_size=1, max_size=4),
+    inner=st.integers(1, 5),
+    step=st.integers(0, 3),
+    divisor=st.sampled_from([None, 2, 3]),
+)
+@settings(max_examples=60, deadline=None)
+def test_inferred_region_covers_every_accessed_index(coef, offsets, inner, step, divisor):
+    """Property: every index the body touches, for every value of the block iterator and the
+    relaxed inner loop, lies inside the inferred region."""
+    A = decl_buffer((4096,), "float32", "A")
+    vi = Var("vi", i32)
+    k = Var("k", i32)
+    loads = []
+    for c in offsets:
+        index = vi * coef + k * step + c + 64
+        if divisor is not None:
+            index = index // divisor
+        loads.append(A[index])
+    value = loads[0]
+    for load in loads[1:]:
+        value = value + load
+    body = For(k, IntImm(0, i32), IntImm(inner, i32), ForKind.SERIAL, BufferStore(A, value, (vi,)))
+    dom = Range(IntImm(0, i32), IntImm(8, i32))
+    block = Block("b", (IterVar(vi, dom, IterKind.SPATIAL),), (), (), body)
+    (read,), _ = block_access_regions(block)
+    (rng,) = read.region
+    for v in range(8):
+        low = _evaluate(rng.min, {vi: v})
+        high = low + rng.extent.value - 1
+        for kv in range(inner):
+            for load in loads:
+                point = _evaluate(load.indices[0], {vi: v, k: kv})
+                assert low <= point <= high or (low, rng.extent.value) == (0, 4096)
+    if divisor is None:
+        # Without division the region is exact: its ends are touched.
+        assert rng.extent.value == max(offsets) - min(offsets) + step * (inner - 1) + 1
