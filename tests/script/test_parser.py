@@ -436,3 +436,27 @@ def test_printer_round_trip_of_constructs():
     assert_structural_equal(from_source(f.script()), f)
     assert isinstance(IntImm(1, f.params[1].dtype), IntImm)
     assert all(isinstance(b, Block) for b in [f.body.block])
+
+
+def test_annotation_names_from_the_defining_frame():
+    rows = 6  # used only in the annotation: found in the frame locals, not the closure
+
+    @T.prim_func
+    def f(A: T.Buffer((rows, 2), "float32")):
+        A[0, 0] = 1.0
+
+    assert [s.value for s in f.buffer_map[0][1].shape] == [6, 2]
+
+
+def test_buffer_parameter_options():
+    @T.prim_func
+    def f(A: T.Buffer((4,), "float16", scope="shared", align=16, offset_factor=4)):
+        A[0] = 1.0
+
+    buf = f.buffer_map[0][1]
+    assert (buf.scope, buf.align, buf.offset_factor, str(buf.dtype)) == ("shared", 16, 4, "float16")
+
+
+def test_prim_func_rejects_non_functions():
+    with pytest.raises(TypeError, match=r"prim_func decorates a Python function, found int"):
+        T.prim_func(3)
