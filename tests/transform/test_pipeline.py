@@ -226,3 +226,13 @@ def test_reduction_init_is_correct_for_any_split_and_loop_order(k_inner, order):
     x = [rng.standard_normal(s).astype("float32") for s in ((m, k), (k, n))]
     x.append(np.full((m, n), np.nan, "float32"))  # init must overwrite whatever C held
     np.testing.assert_allclose(run(lowered, *x)[2], x[0] @ x[1], rtol=1e-5, atol=1e-5)
+
+
+def test_pass_errors_name_the_function_and_stage():
+    func = ALL["vector_add"]().func
+    # A block with iterators but no bindings cannot be lowered.
+    realize_ = func.body.block.body.body
+    loop_ = func.body.block.body.replace(body=realize_.replace(iter_values=()))
+    bad = func.with_body(func.body.replace(block=func.body.block.replace(body=loop_)))
+    with pytest.raises(ValueError, match="lowering 'vadd', stage lower_blocks: block 'C' has 1"):
+        lower_module(IRModule({"vadd": bad}))

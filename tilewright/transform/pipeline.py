@@ -82,7 +82,11 @@ def lower_module(
         _dump(directory, name, 0, "input", func)
         for number, stage in enumerate(pipeline, start=1):
             logger.debug("lowering %s: %s", name, stage.name)
-            func = stage.run(func)
+            try:
+                func = stage.run(func)
+            except ValueError as err:
+                # Passes name the block, buffer or variable; add which function and stage.
+                raise type(err)(f"lowering {name!r}, stage {stage.name}: {err}") from err
             _dump(directory, name, number, stage.name, func)
         lowered[name] = func
     return IRModule(lowered)
