@@ -177,3 +177,21 @@ def test_export_library_and_load_module(rt, tmp_path):
     with pytest.raises(FileNotFoundError, match=r"has no description other\.so\.json"):
         (tmp_path / "other.so").write_bytes(b"")
         load_module(tmp_path / "other.so")
+
+
+def test_source_module_holds_text_only():
+    from tilewright.runtime import SourceModule
+
+    device_code = SourceModule("__global__ void k() {}", "cuda")
+    host = SourceModule("host", "c", [device_code])
+    assert host.imported_modules[0].get_source() == "__global__ void k() {}"
+    with pytest.raises(RuntimeError, match=r"holds cuda code only; function 'k' cannot be called"):
+        device_code["k"]
+
+
+def test_dump_dir_receives_the_generated_source(tmp_path):
+    from tilewright import config
+
+    with config.scope(dump_dir=tmp_path / "dumps", cache_dir=tmp_path / "cache"):
+        build_c_module(scale_kernel(), name="scale")
+    assert "main_kernel(" in (tmp_path / "dumps" / "scale.source.c").read_text()

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
+from tilewright import config
+from tilewright.codegen.c import generate_c
 from tilewright.codegen.signature import FuncSignature
-from tilewright.ir import DataType
+from tilewright.ir import DataType, IRModule
 from tilewright.runtime.arguments import check_arguments
-from tilewright.runtime.c_compiler import atomic_copy, atomic_write
+from tilewright.runtime.c_compiler import atomic_copy, atomic_write, compile_c
 from tilewright.runtime.device import Device, cpu
 from tilewright.runtime.time_evaluator import ProfileResult, time_evaluator
 
@@ -192,6 +194,9 @@ class CModule(Module):
             self._functions[name] = PackedFunc(sig, cpu(0), _c_launcher(sig, cfunc))
         return self._functions[name]
 
+    def __repr__(self) -> str:
+        return f"<CModule {', '.join(self.signatures)} from {self.library_path.name}>"
+
     def __call__(self, *args: object) -> None:
         name = "main" if "main" in self.signatures else next(iter(self.signatures))
         self.get_function(name)(*args)
@@ -216,6 +221,31 @@ class CModule(Module):
         }
         atomic_write(_meta_path(out), json.dumps(meta, indent=1))
         return out
+
+
+def build_c_module(mod: IRModule, name: str = "main", target: str = "c") -> CModule:
+    """Generate C for a lowered module, compile it (cached) and load it.
+
+    When ``tilewright.config.dump_dir`` is set, the source is also written there as
+    ``<name>.source.c``.
+
+    Arguments:
+        mod: the output of ``tilewright.transform.pipeline.lower_module(mod, "c")``.
+        name: a label for compile errors, dumps and the cached source file.
+        target: the target's spelling, recorded in exported libraries.
+
+    Example::
+
+        >>> rt_mod = build_c_module(lower_module(mod, "c"))
+        >>> rt_mod["main"](a, b, c)
+    """
+    source = generate_c(mod)
+    dump_dir = config.get().dump_dir
+    if dump_dir is not None:
+        Path(dump_dir).mkdir(parents=True, exist_ok=True)
+        atomic_write(Path(dump_dir) / f"{name}.source.c", source.text)
+    library = compile_c(source.text, name)
+    return CModule(library, source.text, source.signatures, target)
 
 
 def _c_launcher(
