@@ -191,9 +191,11 @@ class CPrinter(CLikePrinter):
             return
         self.uses_heap = True
         size = " * ".join(f"(size_t)({self.expr_text(d)})" for d in buf.shape) or "1"
-        align = max(buf.align, 16)
-        nbytes = f"({size}) * {element_bytes} / {align} * {align} + {align}"
-        self.emit(f"{ctype}* {self.restrict} {name} = ({ctype}*)aligned_alloc({align}, {nbytes});")
+        boundary = max(buf.align, 16)
+        nbytes = f"({size}) * {element_bytes} / {boundary} * {boundary} + {boundary}"
+        self.emit(
+            f"{ctype}* {self.restrict} {name} = ({ctype}*)aligned_alloc({boundary}, {nbytes});"
+        )
         self.emit(f"if ({name} != NULL) {{")
         self.block(s.body)
         self.indent += 1

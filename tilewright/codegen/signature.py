@@ -12,6 +12,7 @@ import dataclasses
 
 from tilewright.ir import (
     Add,
+    BinaryOp,
     BufferStore,
     FloorDiv,
     FloorMod,
@@ -28,8 +29,15 @@ from tilewright.ir import (
 
 # A dimension: a constant, a symbolic variable's name, or (op, lhs, rhs) over dimensions.
 Dim = int | str | tuple
-_DIM_OPS = {Add: "add", Sub: "sub", Mul: "mul", FloorDiv: "floordiv", FloorMod: "floormod",
-            Min: "min", Max: "max"}  # fmt: skip
+_DIM_OPS: dict[type, str] = {
+    Add: "add",
+    Sub: "sub",
+    Mul: "mul",
+    FloorDiv: "floordiv",
+    FloorMod: "floormod",
+    Min: "min",
+    Max: "max",
+}
 
 
 class SignatureError(ValueError):
@@ -187,7 +195,8 @@ def _dim(expr: PrimExpr, names: _VarNames) -> Dim:
         return expr.value
     if isinstance(expr, Var):
         return names.name(expr)
-    return (_DIM_OPS[type(expr)], _dim(expr.a, names), _dim(expr.b, names))  # type: ignore[attr-defined]
+    assert isinstance(expr, BinaryOp)  # _dim_vars accepted only these
+    return (_DIM_OPS[type(expr)], _dim(expr.a, names), _dim(expr.b, names))
 
 
 def _dim_vars(expr: PrimExpr, func_name: str, buf_name: str) -> list[Var]:

@@ -95,9 +95,9 @@ def _view(fn: str, p: ParamSpec, arg: object, dev: Device) -> _ArrayView:
             f"DLPack tensor), got {type(arg).__name__}"
         )
     if not _same_device(view.device, dev):
-        where = dev.kind if dev.kind == "cpu" else str(dev)
+        runs_on = dev.kind if dev.kind == "cpu" else str(dev)
         raise ValueError(
-            f"{fn}: argument {p.name} is on {view.device} but the kernel runs on {where}"
+            f"{fn}: argument {p.name} is on {view.device} but the kernel runs on {runs_on}"
         )
     if view.dtype != p.dtype:
         raise TypeError(f"{fn}: argument {p.name} has dtype {view.dtype}, expected {p.dtype}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -135,13 +136,13 @@ class NDArray:
             return array(self, target)
         return target.copyfrom(self)
 
-    def __dlpack__(self, **kwargs: object) -> object:
+    def __dlpack__(self, **kwargs: Any) -> object:
         return self.host_array().__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (self._device.device_type, self._device.device_id)
 
-    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+    def __array__(self, dtype: Any = None, copy: object = None) -> np.ndarray:
         host = self.host_array()
         return host if dtype is None else host.astype(dtype)
 
