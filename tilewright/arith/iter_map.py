@@ -129,7 +129,8 @@ class _Normalizer:
         if isinstance(expr, IntImm):
             return IterSum((), expr.value)
         if not any(v in self.dom for v in collect_vars(expr)):
-            return IterSum((), expr)
+            folded = _fold(expr)
+            return IterSum((), expr if folded is None else folded)
         if isinstance(expr, Add):
             return _merge(self.visit(expr.a), self.visit(expr.b))
         if isinstance(expr, Sub):
@@ -238,6 +239,24 @@ class _Normalizer:
         return IterSplit(IterMark(inner, fused_extent), 1, fused_extent, unit), total.base
 
 
+def _fold(expr: PrimExpr) -> int | None:
+    """The value of an integer expression made of constants only, else None."""
+    if isinstance(expr, IntImm):
+        return expr.value
+    if not isinstance(expr, Add | Sub | Mul | FloorDiv | FloorMod):
+        return None
+    a, b = _fold(expr.a), _fold(expr.b)
+    if a is None or b is None or (isinstance(expr, FloorDiv | FloorMod) and b == 0):
+        return None
+    if isinstance(expr, Add):
+        return a + b
+    if isinstance(expr, Sub):
+        return a - b
+    if isinstance(expr, Mul):
+        return a * b
+    return a // b if isinstance(expr, FloorDiv) else a % b
+
+
 def split_scaled(split: IterSplit, scale: int) -> IterSplit:
     return IterSplit(split.mark, split.lower_factor, split.extent, scale)
 
@@ -315,17 +334,25 @@ def normalize(
     return _Normalizer(dom, drop_unit_iters=drop_unit_iters).visit(expr)
 
 
-def is_affine(exprs: Sequence[PrimExpr], dom: Mapping[Var, Range]) -> str | None:
+def is_affine(
+    exprs: Sequence[PrimExpr], dom: Mapping[Var, Range], predicate: PrimExpr | None = None
+) -> str | None:
     """None when every expression is an affine map of the loops in ``dom``, else the reason.
+
+    Conjuncts ``sum < c`` of ``predicate`` bound the fused space of that sum (see
+    ``detect_iter_map``). Unlike ``detect_iter_map``, the indices may overlap or leave parts
+    of the loops unused.
 
     Example::
 
         >>> is_affine([i * 4 + j], {i: Range(0, 4), j: Range(0, 4)}) is None
         True
     """
+    norm = _Normalizer(dom)
+    norm.constraints = _constraints(predicate, norm)
     for expr in exprs:
         try:
-            normalize(expr, dom)
+            norm.visit(expr)
         except NotAffine as err:
             return f"{expr!r}: {err}"
     return None

@@ -25,6 +25,10 @@ RULES = {
     "independent-extents": "a loop's range may not depend on a loop nested inside it",
     "affine-binding": "block bindings must be affine maps of the surrounding loops",
     "block-iter-kind": "blocks under the loop may only have spatial and reduction iterators",
+    "reduction-order": (
+        "loops that drive both spatial and reduction iterators of a block with an init keep "
+        "their relative order, so that the init runs before the updates"
+    ),
     "data-parallel": (
         "parallel, vectorized and thread-bound loops may only drive spatial block iterators "
         "(a reduction iterator may be bound to threadIdx for a cross-thread reduction)"

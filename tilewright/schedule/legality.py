@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from tilewright.arith.iter_map import is_affine
@@ -76,7 +77,7 @@ def check_blocks_affine(primitive: str, site: Site, check_kinds: bool) -> None:
                         block,
                     )
         loops = site.at((*path, block)).enclosing_loops()
-        reason = is_affine(realize.iter_values, loop_domain(loops))
+        reason = is_affine(realize.iter_values, loop_domain(loops), realize.predicate)
         if reason is not None:
             raise ScheduleError(
                 primitive,
@@ -167,3 +168,31 @@ def check_single_child(primitive: str, site: Site, parent: For, child: For, rule
 def block_of(path: Path) -> Block:
     node = path[-1]
     return node.block if isinstance(node, BlockRealize) else node  # type: ignore[return-value]
+
+
+def check_reduction_order(primitive: str, site: Site, before: list[For], after: list[For]) -> None:
+    """Loops that drive both spatial and reduction iterators of a block with an init keep
+    their relative order, so that each output's first update still finds the reduction
+    iterators at their start (where the init runs)."""
+    position = {id(f): k for k, f in enumerate(after)}
+    for path in block_realizes(site):
+        realize = path[-1]
+        assert isinstance(realize, BlockRealize)
+        if realize.block.init is None:
+            continue
+        spatial: set[Var] = set()
+        reduce: set[Var] = set()
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+            (reduce if iv.kind is IterKind.REDUCE else spatial).update(collect_vars(value))
+        mixed = [f for f in before if f.loop_var in spatial and f.loop_var in reduce]
+        for outer, inner in itertools.pairwise(mixed):
+            if position[id(outer)] > position[id(inner)]:
+                raise ScheduleError(
+                    primitive,
+                    "reduction-order",
+                    f"loops {outer.loop_var.name!r} and {inner.loop_var.name!r} both drive "
+                    f"spatial and reduction iterators of block {realize.block.name!r}; "
+                    "swapping them would run updates before the init",
+                    site.func,
+                    inner,
+                )

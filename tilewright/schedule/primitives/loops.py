@@ -17,6 +17,7 @@ from tilewright.schedule.legality import (
     check_blocks_affine,
     check_distinct,
     check_plain_loop,
+    check_reduction_order,
     uses,
 )
 from tilewright.schedule.primitives.bindings import block_scope_domain, rewrite_loops
@@ -277,6 +278,7 @@ def reorder(sites: list[Site]) -> PrimFunc:
                 f,
             )
     check_blocks_affine("reorder", top, check_kinds=True)
+    check_reduction_order("reorder", top, chain, order)
     body: Stmt = chain[-1].body
     for f in reversed(order):
         body = f.replace(body=body)  # type: ignore[assignment]
