@@ -38,6 +38,9 @@ def compile_c(source: str, name: str = "kernel") -> Path:
     cc = tuple(shlex.split(config.get().cc))
     flags = compile_flags(cc, uses_openmp="#pragma omp" in source)
     version = compiler_version(cc)
+    if "-march=native" in flags:
+        # A cache shared between machines must not hand one CPU another's instructions.
+        version += "\0" + _native_cpu(cc)
     key = hashlib.sha256("\0".join([source, " ".join((*cc, *flags)), version]).encode()).hexdigest()
     cache = Path(config.get().cache_dir) / "c"
     library = cache / f"{key[:40]}.so"
@@ -80,6 +83,18 @@ def compiler_version(cc: tuple[str, ...]) -> str:
             "TILEWRIGHT_CC (tilewright.config.cc)"
         ) from None
     return (result.stdout or result.stderr).splitlines()[0] if result.returncode == 0 else ""
+
+
+@functools.cache
+def _native_cpu(cc: tuple[str, ...]) -> str:
+    """The instruction-set flags ``-march=native`` expands to on this machine."""
+    command = [*cc, "-march=native", "-E", "-v", "-x", "c", os.devnull, "-o", os.devnull]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True)
+    except OSError:
+        return ""
+    lines = [ln for ln in result.stderr.splitlines() if "cc1" in ln or "target-cpu" in ln]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
 @functools.cache
