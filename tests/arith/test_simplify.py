@@ -274,3 +274,30 @@ def test_simplify_stmt_if_and_let():
     assert isinstance(got.body, IfThenElse)
     check(got.body.then_case.indices[0], i)
     check(simplify_stmt(For(i, c(0), c(64), ForKind.SERIAL, let)).body.body.indices[0], t)
+
+
+def test_lazy_submodules_and_unknown_names():
+    import tilewright.arith as arith
+
+    assert arith.region.__name__ == "tilewright.arith.region"
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        _ = arith.no_such_name
+
+
+def test_rebinding_a_range_replaces_the_old_one():
+    ana = Analyzer()
+    ana.bind(x, R(0, 4))
+    assert ana.can_prove(op.lt(x, 4))
+    ana.bind(x, R(0, 64))
+    assert not ana.can_prove(op.lt(x, 4))
+    ana.bind(x, y + 1)
+    check(ana.simplify(x - y), c(1))
+
+
+def test_simplify_stmt_false_condition_takes_else():
+    i = Var("i", int32)
+    then = BufferStore(A, FloatImm(1.0, float32), (i,))
+    other = BufferStore(A, FloatImm(2.0, float32), (i + 0,))
+    loop = For(i, c(0), c(8), ForKind.SERIAL, IfThenElse(op.ge(i, 8), then, other))
+    got = simplify_stmt(loop)
+    check(got.body, BufferStore(A, FloatImm(2.0, float32), (i,)))
