@@ -626,3 +626,28 @@ def test_notebook_attrs_print_as_a_dict():
     nested = f.with_attr("layout", (("a", 1), ("b", (1, 2.5, "s"))))
     assert '"layout": {"a": 1, "b": [1, 2.5, "s"]}' in script(nested)
     assert module(f)["main"] is f
+
+
+def test_marks_comment_the_line_that_opens_a_node():
+    func = matmul_blocked()["main"]
+    tile = func.body.block.body.body.body.body.body  # inside the four thread-bound loops
+    init_grid, reduction, _ = tile.seq
+    unrolled = reduction.body
+    inner_grid = unrolled.body
+    update = inner_grid.body.body
+    marks = {
+        update.block: "<-- here",
+        unrolled: "unrolled",
+        inner_grid.body: "j_2",
+        init_grid: "init",
+    }
+    lines = script(func, marks=marks).splitlines()
+    marked = [line.strip() for line in lines if "  # " in line.strip()]
+    assert marked == [
+        "for i_2_init, j_2_init in T.grid(8, 8):  # init",
+        "for k_1 in T.unroll(4):  # unrolled",
+        "for i_2, j_2 in T.grid(8, 8):  # j_2",
+        'with T.block("C_update"):  # <-- here',
+    ]
+    assert script(func, marks={}) == script(func)
+    assert script(update, marks={update: "x"}).splitlines()[0] == 'with T.block("C_update"):  # x'

@@ -5,6 +5,8 @@ The format is docs/script-format.md. ``node.script()`` and ``repr(node)`` call `
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tilewright.ir.expr import PrimExpr
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.module import IRModule
@@ -22,7 +24,13 @@ from tilewright.script.printer.stmt import StmtPrinter
 __all__ = ["script"]
 
 
-def script(node: Node, *, indent: int = 4, header: bool = True) -> str:
+def script(
+    node: Node,
+    *,
+    indent: int = 4,
+    header: bool = True,
+    marks: Mapping[Node, str] | None = None,
+) -> str:
     """``node`` as script text, the same text every time for the same IR.
 
     Args:
@@ -32,6 +40,8 @@ def script(node: Node, *, indent: int = 4, header: bool = True) -> str:
         indent: spaces per indentation level.
         header: start modules and functions with the ``# from tilewright.script import ...``
             comments.
+        marks: a comment for the line that opens each given statement (a loop, a block or
+            its realize, ...), e.g. ``{block: "<-- here"}`` to point at the offending block.
 
     Example::
 
@@ -41,15 +51,18 @@ def script(node: Node, *, indent: int = 4, header: bool = True) -> str:
         ...
         >>> script(i * 128 + j)
         'i * 128 + j'
+        >>> print(script(loop, marks={loop: "<-- here"}))
+        for i in range(8):  # <-- here
+        ...
     """
     if isinstance(node, IRModule):
         heading = [HEADER_IR, HEADER_TIR, "", ""] if header else []
-        return "\n".join(heading + print_module(node, indent))
+        return "\n".join(heading + print_module(node, indent, marks))
     if isinstance(node, PrimFunc):
         heading = [HEADER_TIR, ""] if header else []
-        return "\n".join(heading + print_function(node, indent=indent))
+        return "\n".join(heading + print_function(node, indent=indent, marks=marks))
     if isinstance(node, Stmt | MatchBufferRegion):
-        printer = StmtPrinter(indent=indent)
+        printer = StmtPrinter(indent=indent, marks=marks)
         if isinstance(node, MatchBufferRegion):
             # The view is defined by this very line; only its source and shape are used.
             printer.claim_free((node.source, node.buffer.shape))

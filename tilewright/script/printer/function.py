@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tilewright.ir.buffer import DEFAULT_ALIGN, Buffer
 from tilewright.ir.dtype import int32
 from tilewright.ir.expr import Let, Var
@@ -153,24 +155,33 @@ def _quote(dtype: object) -> str:
     return f'"{dtype}"'
 
 
-def print_function(func: PrimFunc, name: str | None = None, indent: int = 4) -> list[str]:
+def print_function(
+    func: PrimFunc,
+    name: str | None = None,
+    indent: int = 4,
+    marks: Mapping[Node, str] | None = None,
+) -> list[str]:
     """The lines of ``func`` as ``@T.prim_func def name(...)``."""
     if name is None:
         symbol = func.attr("global_symbol")
         name = symbol if isinstance(symbol, str) and symbol.isidentifier() else "main"
-    printer = FunctionPrinter(indent=indent)
+    printer = FunctionPrinter(indent=indent, marks=marks)
     printer.function(func, sanitize(name))
     return printer.lines
 
 
-def print_module(mod: IRModule, indent: int = 4) -> list[str]:
+def print_module(
+    mod: IRModule, indent: int = 4, marks: Mapping[Node, str] | None = None
+) -> list[str]:
     """The lines of ``mod`` as ``@I.ir_module class Module:``, one method per function."""
     step = " " * indent
     lines = ["@I.ir_module", "class Module:"]
     for position, (name, func) in enumerate(mod.functions):
         if position:
             lines.append("")
-        lines.extend(step + line if line else line for line in print_function(func, name, indent))
+        lines.extend(
+            step + line if line else line for line in print_function(func, name, indent, marks)
+        )
     if not mod.functions:
         lines.append(step + "pass")
     return lines

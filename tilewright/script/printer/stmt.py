@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from tilewright.ir.buffer import DEFAULT_ALIGN, Buffer
 from tilewright.ir.dtype import float32, int32
@@ -35,11 +35,18 @@ _AXIS_LETTER = {IterKind.SPATIAL: "S", IterKind.REDUCE: "R"}
 class StmtPrinter(ExprPrinter):
     """Prints statements as indented lines; each loop, block and branch is a naming scope."""
 
-    def __init__(self, namer: Namer | None = None, indent: int = 4) -> None:
+    def __init__(
+        self,
+        namer: Namer | None = None,
+        indent: int = 4,
+        marks: Mapping[Node, str] | None = None,
+    ) -> None:
         super().__init__(namer)
         self.lines: list[str] = []
         self.level = 0
         self.step = " " * indent
+        # Comments to append to the line that opens a node (`# <-- here` in schedule errors).
+        self.marks: Mapping[Node, str] = marks or {}
         # Loop ranges of the enclosing loops, to detect `T.axis.remap` bindings.
         self.loop_ranges: dict[Var, tuple[PrimExpr, PrimExpr]] = {}
 
@@ -65,12 +72,22 @@ class StmtPrinter(ExprPrinter):
 
     def stmt(self, s: Stmt) -> None:
         """Emit the lines of ``s`` at the current indentation."""
+        first = len(self.lines)
         for klass in type(s).__mro__:
             method = getattr(self, f"stmt_{klass.__name__}", None)
             if method is not None:
                 method(s)
-                return
-        self.emit(self.generic(s))
+                break
+        else:
+            self.emit(self.generic(s))
+        self.mark(first, s)
+        if isinstance(s, BlockRealize):
+            self.mark(first, s.block)
+
+    def mark(self, line: int, node: Node) -> None:
+        note = self.marks.get(node) if self.marks else None
+        if note is not None and line < len(self.lines):
+            self.lines[line] += f"  # {note}"
 
     def stmt_SeqStmt(self, s: SeqStmt) -> None:
         if not s.seq:
@@ -149,6 +166,8 @@ class StmtPrinter(ExprPrinter):
             names.append(self.define_var(c.loop_var))
             self.loop_ranges[c.loop_var] = (c.min, c.extent)
         self.emit(f"for {', '.join(names)} in {head}:")
+        for inner in chain[1:]:
+            self.mark(len(self.lines) - 1, inner)
         with self.nested():
             self.stmt(chain[-1].body)
         self.namer.pop()
