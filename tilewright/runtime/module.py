@@ -103,9 +103,16 @@ class Module:
         return self._source
 
     def get_function(self, name: str) -> PackedFunc:
+        """The callable function ``name``; ``rt_mod[name]`` is the same.
+
+        Example::
+
+            >>> rt_mod.get_function("main")(a, b, c)
+        """
         raise RuntimeError(f"a {self.type_key} module holds no callable functions")
 
     def function_names(self) -> list[str]:
+        """The names of the callable functions, in module order."""
         return []
 
     def __getitem__(self, name: str) -> PackedFunc:
@@ -115,6 +122,7 @@ class Module:
         return name in self.function_names()
 
     def import_module(self, other: Module) -> None:
+        """Attach ``other`` (device code, say) to ``imported_modules``."""
         self.imported_modules.append(other)
 
     def time_evaluator(

@@ -125,7 +125,13 @@ class Target:
         _current.reset(self.__dict__["_tokens"].pop())
 
     def attrs(self) -> dict[str, str | int]:
-        """Every attribute by name (the kind, tag and limits)."""
+        """Every attribute by name (the kind, tag and limits).
+
+        Example::
+
+            >>> Target("nvidia/a100").attrs()["arch"]
+            'sm_80'
+        """
         out: dict[str, str | int] = {"kind": str(self.kind), "tag": self.tag}
         for key in (*_STR_ATTRS, *_INT_ATTRS):
             out[key] = getattr(self, key)
