@@ -120,3 +120,11 @@ def test_bound_of_bound_value():
     ana.bind(i, R(0, 8))
     ana.bind(x, i * 4)
     assert ana.const_int_bound(x + 1) == ConstIntBound(1, 29)
+
+
+def test_tvm_spellings():
+    assert ConstIntBound.POS_INF == POS_INF and ConstIntBound.NEG_INF == NEG_INF
+    ana = Analyzer()
+    ana.bind(i, R(0, 8))
+    assert ana.canonical_simplify(i // 8).value == 0
+    assert ana.rewrite_simplify(i % 8) is i

@@ -167,6 +167,10 @@ class Analyzer:
             result = new
         return result
 
+    # TVM's Analyzer spells its two simplifiers separately; here one simplifier does both.
+    rewrite_simplify = simplify
+    canonical_simplify = simplify
+
     def _bound(self, expr: PrimExpr) -> Bounds:
         return BoundEvaluator(self._bounds)(expr)
 

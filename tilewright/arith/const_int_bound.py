@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 from tilewright.ir.dtype import DataType
 from tilewright.ir.expr import (
@@ -56,6 +57,9 @@ class ConstIntBound:
 
     min_value: int
     max_value: int
+
+    POS_INF: ClassVar[int] = POS_INF
+    NEG_INF: ClassVar[int] = NEG_INF
 
     @property
     def is_const(self) -> bool:
