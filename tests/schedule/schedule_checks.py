@@ -1,0 +1,68 @@
+"""Checks every schedule test runs: expected IR, trace replay (Python and JSON), printing
+round trip, and numeric equality with the unscheduled program in the block interpreter."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from block_interpreter import run
+
+import tilewright as tw
+from tilewright.ir import IRModule, PrimFunc, assert_structural_equal
+from tilewright.schedule import Schedule, Trace
+
+
+def as_module(mod: IRModule | PrimFunc) -> IRModule:
+    return IRModule({"main": mod}) if isinstance(mod, PrimFunc) else mod
+
+
+def check_replay(sch: Schedule, original: IRModule | PrimFunc) -> None:
+    """The trace, replayed directly, from its JSON, and from its Python text, rebuilds the
+    scheduled module."""
+    replayed = Schedule(original)
+    sch.trace.apply_to_schedule(replayed)
+    assert_structural_equal(replayed.mod, sch.mod)
+
+    text = json.dumps(sch.trace.as_json())
+    from_json = Schedule(original)
+    Trace.from_json(text).apply_to_schedule(from_json)
+    assert_structural_equal(from_json.mod, sch.mod)
+    assert Trace.from_json(text).as_json() == json.loads(text)
+
+    from_python = Schedule(original)
+    exec(str(sch.trace), {"sch": from_python})
+    assert_structural_equal(from_python.mod, sch.mod)
+
+
+def check_numeric(sch: Schedule, original: IRModule | PrimFunc, seed: int = 0) -> None:
+    """Every function computes the same outputs scheduled and unscheduled."""
+    before = as_module(original)
+    for name, func in sch.mod.items():
+        buffers = [func.buffer_of(p) for p in func.params if func.buffer_of(p) is not None]
+        rng = np.random.default_rng(seed)
+        inputs = [
+            rng.standard_normal(tuple(int(s) for s in b.shape)).astype(str(b.dtype))  # type: ignore[union-attr]
+            for b in buffers
+        ]
+        want = run(before[name], *inputs)
+        got = run(func, *inputs)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def check_schedule(
+    sch: Schedule,
+    original: IRModule | PrimFunc,
+    expected: IRModule | PrimFunc | None = None,
+    *,
+    numeric: bool = True,
+) -> None:
+    """The scheduled module equals ``expected``, replays, prints and parses back, and computes
+    what the original computes."""
+    if expected is not None:
+        assert_structural_equal(sch.mod, as_module(expected))
+    check_replay(sch, original)
+    assert_structural_equal(tw.script.from_source(sch.mod.script()), sch.mod)
+    if numeric:
+        check_numeric(sch, original)
