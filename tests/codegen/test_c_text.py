@@ -207,3 +207,13 @@ def test_symbolic_size_only_inside_an_expression_cannot_be_bound():
     A = decl_buffer((op.mul(n, 2),), "float32", "A")
     with pytest.raises(SignatureError, match=r"symbolic size n appears only inside shape exp"):
         codegen_c(module(func([A], BufferStore(A, op.const(0.0, "float32"), (i32(0),)))))
+
+
+def test_vector_typed_local_buffer_is_an_error():
+    from tilewright.ir import Allocate
+
+    A = decl_buffer((4,), "float32", "A")
+    local = decl_buffer((1,), "float32x4", "v", scope="local")
+    body = Allocate(local, BufferStore(A, op.const(0.0, "float32"), (i32(0),)))
+    with pytest.raises(CodegenError, match=r"buffers of vector type float32x4 are not supported"):
+        codegen_c(module(func([A], body)))

@@ -211,6 +211,11 @@ class CLikePrinter:
         return self.value_types[key]
 
     def storage_type(self, dtype: DataType) -> str:
+        if dtype.lanes != 1:
+            raise CodegenError(
+                f"{self.func_name}: buffers of vector type {dtype} are not supported by the "
+                f"{self.target_name} target; use a scalar buffer and Ramp indices"
+            )
         return self.storage_types.get(str(dtype.element)) or self.value_type(dtype)
 
     def load_value(self, text: str, dtype: DataType) -> Expr:
@@ -357,7 +362,7 @@ class CLikePrinter:
                 f"{self.func_name}: buffer {e.buffer.name} is loaded with {len(e.indices)} "
                 "indices; the code generator takes flattened (1-D) accesses"
             )
-        if e.indices[0].dtype.lanes != 1:
+        if e.dtype.lanes != 1:
             raise self.vector_error(e)
         text = f"{self.name_of(e.buffer.data)}[{self.expr_text(e.indices[0])}]"
         if e.buffer.data in self.value_arrays:
@@ -382,6 +387,8 @@ class CLikePrinter:
         return Expr(f"({{ {ctype} {name} = {value}; {self.expr_text(e.body)}; }})")
 
     def expr_Call(self, e: Call) -> Expr:
+        if e.dtype.lanes != 1:
+            raise self.vector_error(e)
         name = e.op.removeprefix("tir.")
         args = e.args
         if name == "if_then_else":
