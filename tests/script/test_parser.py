@@ -385,7 +385,7 @@ def test_block_body_only_directives_is_no_op_and_buffer_view():
 
     loop, store = f.body.block.body.seq
     block = loop.body.block
-    assert isinstance(block.body, Evaluate) and block.reads == () and block.writes == ()
+    assert block.body.seq == () and block.reads == () and block.writes == ()
     assert store.buffer.data is f.buffer_map[0][1].data and store.buffer.ndim == 2
     assert isinstance(block.iter_vars[0].var, Var)
 
@@ -460,3 +460,33 @@ def test_buffer_parameter_options():
 def test_prim_func_rejects_non_functions():
     with pytest.raises(TypeError, match=r"prim_func decorates a Python function, found int"):
         T.prim_func(3)
+
+
+def test_pass_is_an_empty_sequence():
+    @T.prim_func
+    def f(A: T.Buffer((4,), "float32")):
+        for _i in range(4):
+            pass
+
+    assert isinstance(f.body.body, SeqStmt) and f.body.body.seq == ()
+
+
+def test_vector_dtype_variables_and_slices_with_expression_starts():
+    @T.prim_func
+    def f(A: T.Buffer((64,), "float32"), n: T.int32):
+        x: T.float32x4 = A[T.Ramp(0, 1, 4)]
+        for i in range(8):
+            with T.block("b"):
+                vi = T.axis.remap("S", [i])
+                T.reads(A[vi * 2 : vi * 2 + 3], A[0:n])
+                A[vi] = 0.0
+        A[T.Ramp(4, 1, 4)] = x
+
+    let = f.body.block.body
+    assert str(let.var.dtype) == "float32x4"
+    block = let.body.seq[0].body.block
+    first, second = block.reads
+    assert first.region[0].extent.value == 3
+    assert second.region[0].extent is f.params[1]
+    with pytest.raises(TypeError, match=r"T.float32x4 takes an expression"):
+        T.float32x4(1.0)

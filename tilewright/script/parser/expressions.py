@@ -250,6 +250,10 @@ class ExpressionEvaluator:
             items = self.index_items(node.slice)
             self.check_indices(node, owner, len(items))
             try:
+                if any(isinstance(item, slice) for item in items):
+                    from tilewright.script.tir.arguments import region_of
+
+                    return region_of(owner, items)
                 return owner[items]
             except (TypeError, ValueError) as err:
                 raise self.error(node, f"bad index of buffer {owner.name}: {err}") from None

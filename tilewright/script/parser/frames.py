@@ -177,6 +177,8 @@ class DTypeConstructor:
             return VarDecl(self.type)
         if isinstance(value, PrimExpr):
             return op.cast(value, self.type)
+        if self.type.is_vector:
+            raise TypeError(f"T.{self.name} takes an expression; use T.Broadcast for a constant")
         if isinstance(value, str):
             if not self.type.is_float:
                 raise TypeError(f"T.{self.name} takes a number or an expression, found {value!r}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
-from tilewright.ir.dtype import bool_, int32
+from tilewright.ir.dtype import bool_
 from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
 from tilewright.ir.stmt import (
     AttrStmt,
@@ -74,10 +74,6 @@ class FunctionBuilder:
     root_allocs: list[Buffer] = field(default_factory=list)
 
 
-def _no_op() -> Stmt:
-    return Evaluate(IntImm(0, int32))
-
-
 class StatementParser(ExpressionEvaluator):
     """Walks statement lists; the state of the function and blocks being built is here."""
 
@@ -100,7 +96,7 @@ class StatementParser(ExpressionEvaluator):
                 break
             if result is not None:
                 out.append(result)
-        return seq(*out) if out else _no_op()
+        return seq(*out)
 
     def _unsupported(self, node: ast.AST) -> str:
         text = ast.unparse(node).splitlines()[0]

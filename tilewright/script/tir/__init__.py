@@ -5,7 +5,10 @@ block functions return directives that the parser applies, dtype names (``T.floa
 make constants, casts and variables, and ``T.Buffer`` describes buffer parameters.
 """
 
+import re
+
 from tilewright.script.parser.entry import prim_func
+from tilewright.script.parser.frames import DTypeConstructor
 from tilewright.script.tir.blocks import (
     axis,
     block,
@@ -95,4 +98,13 @@ from tilewright.script.tir.exprs import (
 )
 from tilewright.script.tir.loops import grid, parallel, serial, thread_binding, unroll, vectorized
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = [name for name in dir() if not name.startswith("_") and name != "re"]
+
+_VECTOR_DTYPE = re.compile(r"^(?:(?:u?int|float)\d+|bfloat16|bool)x\d+$")
+
+
+def __getattr__(name: str) -> DTypeConstructor:
+    """Vector dtype names such as ``T.float32x4`` (one per lane count, made on use)."""
+    if _VECTOR_DTYPE.match(name):
+        return DTypeConstructor(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.dtype import DataType, dtype
-from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Range
+from tilewright.ir.expr import Add, BufferLoad, IntImm, PrimExpr, Range
+from tilewright.ir.structural import structural_equal
 from tilewright.script.parser.frames import DTypeConstructor
 
 
@@ -87,3 +88,33 @@ def attr_dict(value: object, where: str) -> dict[str, object]:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise TypeError(f"{where}: expected a dict with string keys, found {_describe(value)}")
     return value
+
+
+def span(start: PrimExpr, stop: PrimExpr) -> PrimExpr:
+    """``stop - start`` as a reader means it: ``v * 2 + 3`` after ``v * 2`` is 3, ``n``
+    after 0 is ``n`` (so that printed ranges and slices read back to the same extents)."""
+    if isinstance(stop, Add) and structural_equal(stop.a, start):
+        return stop.b
+    if isinstance(start, IntImm) and start.value == 0 and stop.dtype == start.dtype:
+        return stop
+    return op.sub(stop, start)
+
+
+def region_of(buffer: Buffer, items: Sequence[object]) -> BufferRegion:
+    """The region ``buffer[items]`` where items are indices and ``start:stop`` slices."""
+    ranges = []
+    for dim, item in enumerate(items):
+        if isinstance(item, slice):
+            if item.step not in (None, 1):
+                raise TypeError(f"buffer {buffer.name}: a region slice takes no step")
+            start = int_expr(0 if item.start is None else item.start, f"buffer {buffer.name}")
+            stop = (
+                buffer.shape[dim]
+                if item.stop is None
+                else int_expr(item.stop, f"buffer {buffer.name}")
+            )
+            ranges.append(Range(start, span(start, stop)))
+        else:
+            index = int_expr(item, f"buffer {buffer.name} index")
+            ranges.append(Range(index, IntImm(1, index.dtype)))
+    return BufferRegion(buffer, tuple(ranges))

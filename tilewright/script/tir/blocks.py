@@ -17,7 +17,6 @@ from tilewright.script.parser.frames import (
     WhereDirective,
 )
 from tilewright.script.tir import arguments as args
-from tilewright.script.tir.loops import span
 
 
 def block(name: str = "", no_realize: bool = False) -> BlockFrame:
@@ -42,7 +41,7 @@ def _dom(dom: object, where: str) -> Range:
         if len(dom) != 2:
             raise TypeError(f"{where}: a domain is an extent or (min, max), found {dom!r}")
         low = args.int_expr(dom[0], where)
-        return Range(low, span(low, args.int_expr(dom[1], where)))
+        return Range(low, args.span(low, args.int_expr(dom[1], where)))
     extent = args.int_expr(dom, where)
     return Range(IntImm(0, extent.dtype), extent)
 

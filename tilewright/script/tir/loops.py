@@ -3,19 +3,10 @@
 
 from __future__ import annotations
 
-from tilewright.ir.expr import Add, IntImm, PrimExpr
+from tilewright.ir.expr import IntImm
 from tilewright.ir.stmt import ForKind, attrs
 from tilewright.script.parser.frames import LoopFrame, LoopSpec
 from tilewright.script.tir import arguments as args
-
-
-def span(start: PrimExpr, stop: PrimExpr) -> PrimExpr:
-    """``stop - start`` written the way a reader expects: ``n + 16`` after ``n`` is 16."""
-    if isinstance(stop, Add) and stop.a is start:
-        return stop.b
-    if isinstance(start, IntImm) and start.value == 0:
-        return stop
-    return stop - start
 
 
 def _loop(
@@ -27,7 +18,7 @@ def _loop(
             low = IntImm(0, extent.dtype)
     else:
         low, high = args.int_expr(start, where), args.int_expr(stop, where)
-        extent = span(low, high)
+        extent = args.span(low, high)
     notes = attrs(args.attr_dict(annotations, f"{where} annotations")) if annotations else ()
     return LoopFrame((LoopSpec(low, extent, kind, thread, notes),))
 
