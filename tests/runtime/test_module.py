@@ -195,3 +195,16 @@ def test_dump_dir_receives_the_generated_source(tmp_path):
     with config.scope(dump_dir=tmp_path / "dumps", cache_dir=tmp_path / "cache"):
         build_c_module(scale_kernel(), name="scale")
     assert "main_kernel(" in (tmp_path / "dumps" / "scale.source.c").read_text()
+
+
+def test_build_times_and_target_recorded(tmp_path):
+    from tilewright import config
+    from tilewright.target import Target
+
+    with config.scope(cache_dir=tmp_path):
+        cold = build_c_module(scale_kernel(), target=Target("llvm"))
+        warm = build_c_module(scale_kernel(), target=Target("llvm"))
+    assert set(cold.build_times) == {"codegen", "compile", "load"}
+    assert cold.build_times["compile"] > warm.build_times["compile"] >= 0
+    assert cold.target == "llvm"
+    assert load_module(cold.export_library(tmp_path / "m.so")).target == "llvm"

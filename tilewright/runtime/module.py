@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from tilewright.runtime.arguments import check_arguments
 from tilewright.runtime.c_compiler import atomic_copy, atomic_write, compile_c
 from tilewright.runtime.device import Device, cpu
 from tilewright.runtime.time_evaluator import ProfileResult, time_evaluator
+from tilewright.target import Target
 
 _FORMAT = "tilewright.c_module"
 _CTYPES = {
@@ -185,6 +187,7 @@ class CModule(Module):
         self.target = target
         self._lib = ctypes.CDLL(str(self.library_path))
         self._functions: dict[str, PackedFunc] = {}
+        self.build_times: dict[str, float] = {}
 
     def function_names(self) -> list[str]:
         return list(self.signatures)
@@ -231,7 +234,7 @@ class CModule(Module):
         return out
 
 
-def build_c_module(mod: IRModule, name: str = "main", target: str = "c") -> CModule:
+def build_c_module(mod: IRModule, name: str = "main", target: Target | str = "c") -> CModule:
     """Generate C for a lowered module, compile it (cached) and load it.
 
     When ``tilewright.config.dump_dir`` is set, the source is also written there as
@@ -240,20 +243,33 @@ def build_c_module(mod: IRModule, name: str = "main", target: str = "c") -> CMod
     Arguments:
         mod: the output of ``tilewright.transform.pipeline.lower_module(mod, "c")``.
         name: a label for compile errors, dumps and the cached source file.
-        target: the target's spelling, recorded in exported libraries.
+        target: the target (or its spelling), recorded in exported libraries.
+
+    The returned module's ``build_times`` holds the seconds spent generating C
+    (``codegen``), compiling it (``compile``, near zero on a cache hit) and loading it.
 
     Example::
 
         >>> rt_mod = build_c_module(lower_module(mod, "c"))
         >>> rt_mod["main"](a, b, c)
+        >>> rt_mod.build_times["compile"]
     """
+    start = time.perf_counter()
     source = generate_c(mod)
+    generated = time.perf_counter()
     dump_dir = config.get().dump_dir
     if dump_dir is not None:
         Path(dump_dir).mkdir(parents=True, exist_ok=True)
         atomic_write(Path(dump_dir) / f"{name}.source.c", source.text)
     library = compile_c(source.text, name)
-    return CModule(library, source.text, source.signatures, target)
+    compiled = time.perf_counter()
+    module = CModule(library, source.text, source.signatures, str(target))
+    module.build_times = {
+        "codegen": generated - start,
+        "compile": compiled - generated,
+        "load": time.perf_counter() - compiled,
+    }
+    return module
 
 
 def _c_launcher(
