@@ -197,3 +197,17 @@ def test_closure_values_and_helper_functions():
 
     index = f.body.body.indices[0]
     assert type(index) is Add and index.b.value == 2 and isinstance(index.a, Var)
+
+
+def test_range_and_iter_var_attribute_values():
+    text = HEADER + (
+        "    v = T.int32()\n"
+        '    with T.attr(T.iter_var(v, T.Range(2, 10), "reduce"), "thread_extent", n):\n'
+        "        B[0] = v\n"
+    )
+    attr = from_source(text).body
+    iv = attr.node
+    assert iv.var.name == "v" and (iv.dom.min.value, iv.dom.extent.value) == (2, 8)
+    assert iv.kind.value == "reduce" and attr.body.value is iv.var
+    with pytest.raises(TypeError, match=r"T.iter_var: kind is one of spatial"):
+        T.iter_var(Var("x", T.int32.type), T.Range(4), "bogus")

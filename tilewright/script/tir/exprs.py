@@ -10,7 +10,7 @@ from tilewright.ir import expr as ir
 from tilewright.ir import op
 from tilewright.ir.expr import Call, PrimExpr, StringImm, Var
 from tilewright.ir.node import Node
-from tilewright.ir.stmt import Evaluate
+from tilewright.ir.stmt import Evaluate, IterKind, IterVar
 from tilewright.script.parser.frames import AttrFrame, LetFrame
 from tilewright.script.tir import arguments as args
 
@@ -188,3 +188,23 @@ def EQ(a: object, b: object) -> PrimExpr:
 def NE(a: object, b: object) -> PrimExpr:
     """``T.NE(a, b)``: ``a != b`` as IR."""
     return op.ne(args.expr(a, "T.NE"), args.expr(b, "T.NE"))
+
+
+def Range(begin: object, end: object = None) -> ir.Range:
+    """``T.Range(begin, end)``: the half-open range ``[begin, end)`` (``T.Range(n)`` from 0)."""
+    if end is None:
+        begin, end = 0, begin
+    low = args.int_expr(begin, "T.Range")
+    return ir.Range(low, args.span(low, args.int_expr(end, "T.Range")))
+
+
+def iter_var(var: object, dom: object, kind: object) -> IterVar:
+    """``T.iter_var(v, T.Range(0, 8), "spatial")``: an iterator as an attribute value."""
+    if not isinstance(var, Var):
+        raise TypeError(f"T.iter_var: expected a variable, found {var!r}")
+    if not isinstance(dom, ir.Range):
+        raise TypeError(f"T.iter_var: expected a T.Range domain, found {dom!r}")
+    kinds = {k.value: k for k in IterKind}
+    if kind not in kinds:
+        raise TypeError(f"T.iter_var: kind is one of {', '.join(kinds)}, found {kind!r}")
+    return IterVar(var, dom, kinds[kind])  # type: ignore[index]
