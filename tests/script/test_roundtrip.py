@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("tilewright.script.parser")
 
@@ -23,7 +25,15 @@ from printer_programs import (
 )
 
 from tilewright.ir import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
     Allocate,
+    And,
     AttrStmt,
     Block,
     BlockRealize,
@@ -31,6 +41,8 @@ from tilewright.ir import (
     BufferRegion,
     BufferStore,
     Evaluate,
+    FloorDiv,
+    FloorMod,
     For,
     ForKind,
     IfThenElse,
@@ -40,10 +52,17 @@ from tilewright.ir import (
     IterVar,
     Let,
     LetStmt,
+    Max,
+    Min,
+    Mul,
+    Not,
+    Or,
     PrimFunc,
     Ramp,
     Range,
+    Select,
     StringImm,
+    Sub,
     assert_structural_equal,
     attrs,
     const,
@@ -377,3 +396,51 @@ def test_notebook_expected_5_prints_in_the_modern_spelling():
         "# from tilewright.script import ir as I\n# from tilewright.script import tir as T\n\n\n"
     )
     assert parsed.script() == header + EXPECTED_5.strip("\n")
+
+
+# -- random expressions: the printed parentheses give back the same tree ------------------
+
+_A, _B, _C = var("a"), var("b"), var("c")
+_INT_OPS = (Add, Sub, Mul, FloorDiv, FloorMod, Min, Max)
+_CMP_OPS = (EQ, NE, LT, LE, GT, GE)
+
+
+def _int_exprs():
+    leaves = st.sampled_from([_A, _B, _C])
+
+    def grow(children):
+        binary = st.tuples(st.sampled_from(_INT_OPS), children, children).map(
+            lambda t: t[0](t[1], t[2])
+        )
+        # A constant only beside a variable, so that nothing folds when parsed.
+        with_const = st.tuples(
+            st.sampled_from(_INT_OPS), leaves, st.integers(-3, 9).map(const), st.booleans()
+        ).map(lambda t: t[0](t[1], t[2]) if t[3] else t[0](t[2], t[1]))
+        return binary | with_const
+
+    return st.recursive(leaves, grow, max_leaves=8)
+
+
+def _bool_exprs(ints):
+    compare = st.tuples(st.sampled_from(_CMP_OPS), ints, ints).map(lambda t: t[0](t[1], t[2]))
+
+    def grow(children):
+        logic = st.tuples(st.sampled_from((And, Or, EQ, NE)), children, children).map(
+            lambda t: t[0](t[1], t[2])
+        )
+        return logic | children.map(Not)
+
+    return st.recursive(compare, grow, max_leaves=4)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_random_expressions_print_and_parse_to_the_same_tree(data):
+    ints = _int_exprs()
+    cond = data.draw(_bool_exprs(ints))
+    value = data.draw(ints)
+    picked = Select(cond, value, data.draw(ints))
+    a_h, out = arg("Out", (1,), "int32")
+    func = PrimFunc((a_h, _A, _B, _C), BufferStore(out, picked, (const(0),)), ((a_h, out),))
+    mod = IRModule({"main": func})
+    assert_structural_equal(from_source(mod.script()), mod)
