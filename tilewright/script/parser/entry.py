@@ -137,7 +137,12 @@ def _parse_function(func: Callable[..., Any], caller: types.FrameType | None) ->
     if not isinstance(func, types.FunctionType):
         raise TypeError(f"prim_func decorates a Python function, found {type(func).__name__}")
     source, text = _source_of(func)
-    tree = ast.parse(text, source.filename)
+    try:
+        tree = ast.parse(text, source.filename)
+    except SyntaxError as err:  # the source as inspect found it, e.g. oddly indented
+        line, column = err.lineno or 1, max((err.offset or 1) - 1, 0)
+        where = ast.Pass(lineno=line, col_offset=column, end_lineno=line, end_col_offset=column + 1)
+        raise source.error(where, f"invalid Python syntax: {err.msg}") from None
     node = tree.body[0]
     if not isinstance(node, ast.FunctionDef):
         raise source.error(node, "expected a def of a @T.prim_func function")
