@@ -236,6 +236,42 @@ def nested_blocks_under_an_annotated_root() -> IRModule:
     return _one_buffer(body)
 
 
+def _region_block(start_of, extent_of) -> IRModule:
+    i, vi, n = var("i"), var("vi"), var("n")
+    a_h, a = arg("A", (64,))
+    window = BufferRegion(a, (Range(start_of(vi), extent_of(n)),))
+    iv = IterVar(vi, Range(const(0), const(16)), S)
+    blk = Block("B", (iv,), (window,), (a[vi : vi + 1],), _store(a, vi))
+    body = root(loop(i, 16, BlockRealize((i,), TRUE, blk)))
+    return IRModule({"main": PrimFunc((a_h, n), body, ((a_h, a),))})
+
+
+def _allocate_then_more() -> IRModule:
+    tmp = decl_buffer((4,), "float32", "tmp", "local")
+    return _one_buffer(lambda a: seq(Allocate(tmp, _store(tmp, 0)), _store(a, 0)))
+
+
+def vector_let() -> IRModule:
+    x = var("x", "float32x4")
+    return _one_buffer(
+        lambda a: LetStmt(
+            x, a[Ramp(const(0), const(1), 4)], BufferStore(a, x + x, (Ramp(const(4), const(1), 4),))
+        )
+    )
+
+
+def region_with_expression_start() -> IRModule:
+    return _region_block(lambda v: v * 2, lambda n: const(3))
+
+
+def region_from_zero_to_a_variable() -> IRModule:
+    return _region_block(lambda v: const(0), lambda n: n)
+
+
+def empty_loop_body() -> IRModule:
+    return _one_buffer(lambda a: loop(var("i"), 4, seq()))
+
+
 FIXTURES = {
     "vector_add_split": vector_add_split,
     "window_sum_shared": window_sum_shared,
@@ -252,6 +288,10 @@ FIXTURES = {
     "non_default_parameters": non_default_parameters,
     "int64_block_and_scalar_dtypes": int64_block_and_scalar_dtypes,
     "nested_blocks_under_an_annotated_root": nested_blocks_under_an_annotated_root,
+    "region_with_expression_start": region_with_expression_start,
+    "region_from_zero_to_a_variable": region_from_zero_to_a_variable,
+    "vector_typed_variable": vector_let,
+    "empty_loop_body": empty_loop_body,
 }
 
 
@@ -265,61 +305,15 @@ def test_print_parse_print(name):
     assert mod.script() == text
 
 
-def _region_block(start_of, extent_of) -> IRModule:
-    i, vi, n = var("i"), var("vi"), var("n")
-    a_h, a = arg("A", (64,))
-    window = BufferRegion(a, (Range(start_of(vi), extent_of(n)),))
-    iv = IterVar(vi, Range(const(0), const(16)), S)
-    blk = Block("B", (iv,), (window,), (a[vi : vi + 1],), _store(a, vi))
-    body = root(loop(i, 16, BlockRealize((i,), TRUE, blk)))
-    return IRModule({"main": PrimFunc((a_h, n), body, ((a_h, a),))})
-
-
-def _allocate_then_more() -> IRModule:
-    tmp = decl_buffer((4,), "float32", "tmp", "local")
-    return _one_buffer(lambda a: seq(Allocate(tmp, _store(tmp, 0)), _store(a, 0)))
-
-
-def _vector_let() -> IRModule:
-    x = var("x", "float32x4")
-    return _one_buffer(
-        lambda a: LetStmt(
-            x, a[Ramp(const(0), const(1), 4)], BufferStore(a, x + x, (Ramp(const(4), const(1), 4),))
-        )
-    )
-
-
-# Constructs the printer writes as docs/script-format.md says but the parser does not yet
+# Constructs the printer writes as docs/script-format.md says but the parser does not
 # read back to the same IR; strict, so that a parser fix makes them fail until unmarked.
 PARSER_GAPS = [
-    pytest.param(
-        lambda: _region_block(lambda v: v * 2, lambda n: const(3)),
-        id="region_with_expression_start",
-        marks=pytest.mark.xfail(
-            strict=True, reason="parser: A[v * 2:v * 2 + 3] reads as extent v * 2 + 3 - v * 2"
-        ),
-    ),
-    pytest.param(
-        lambda: _region_block(lambda v: const(0), lambda n: n),
-        id="region_from_zero_to_a_variable",
-        marks=pytest.mark.xfail(strict=True, reason="parser: A[0:n] reads as extent n - 0"),
-    ),
     pytest.param(
         _allocate_then_more,
         id="allocate_followed_by_more_statements",
         marks=pytest.mark.xfail(
             strict=True, reason="no script form scopes T.decl_buffer to less than the rest"
         ),
-    ),
-    pytest.param(
-        _vector_let,
-        id="vector_typed_variable",
-        marks=pytest.mark.xfail(strict=True, reason="parser: no T.float32x4 in the T namespace"),
-    ),
-    pytest.param(
-        lambda: _one_buffer(lambda a: loop(var("i"), 4, seq())),
-        id="empty_sequence",
-        marks=pytest.mark.xfail(strict=True, reason="parser: `pass` reads as T.evaluate(0)"),
     ),
 ]
 
