@@ -224,7 +224,8 @@ class _Normalizer:
             return args[0], total.base
         if any(a.scale <= 0 for a in args):
             raise NotAffine("a negative coefficient of a loop iterator is not supported")
-        chain = sorted(args, key=lambda a: a.scale)
+        # Unit pieces first among equal scales: they do not advance the chain.
+        chain = sorted(args, key=lambda a: (a.scale, _int(a.extent) != 1))
         unit = chain[0].scale
         fused_extent: Extent = 1
         for a in chain:
@@ -475,14 +476,16 @@ def mark_to_expr(mark: IterMark) -> PrimExpr:
 
 
 def split_to_expr(split: IterSplit) -> PrimExpr:
-    """``(mark // lower_factor) % extent * scale`` with trivial parts left out."""
+    """The split as an expression: ``x``, ``x // lf`` (the top piece), ``x % ext`` (the
+    bottom piece) or ``x % (lf * ext) // lf``, times its scale."""
     value = mark_to_expr(split.mark)
+    if _int(split.extent) == 1 and not _same_extent(split.extent, split.mark.extent):
+        return op.const(0, value.dtype)
+    upper = _mul_extent(split.extent, split.lower_factor)
+    if not _same_extent(upper, split.mark.extent):
+        value = op.floormod(value, upper)
     if split.lower_factor != 1:
         value = op.floordiv(value, split.lower_factor)
-    if not _same_extent(_mul_extent(split.extent, split.lower_factor), split.mark.extent):
-        if _int(split.extent) == 1:
-            return op.const(0, value.dtype)
-        value = op.floormod(value, split.extent)
     if split.scale != 1:
         value = op.mul(value, split.scale)
     return value

@@ -72,8 +72,16 @@ class ScheduleError(Exception):
 
 def render(func: PrimFunc, marked: Node | None) -> str:
     """``func``'s script with ``# <-- here`` after the line that opens ``marked``."""
+    if isinstance(marked, BlockRealize):
+        marked = marked.block
     try:
-        lines = func.script().splitlines()
+        from tilewright.script.printer import script
+
+        if marked is not None:
+            text = script(func, marks={marked: "<-- here"})
+            if "# <-- here" in text:
+                return text
+        lines = script(func).splitlines()
     except Exception as err:  # the printer must never hide the schedule error itself
         return f"(the IR could not be printed: {err})"
     target = _line_of(lines, marked)

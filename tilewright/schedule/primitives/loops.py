@@ -117,14 +117,14 @@ def split(
     values = _split_factors(site, factors)
     var = loop.loop_var
     new_vars = [Var(f"{var.name}_{k}", var.dtype) for k in range(len(values))]
-    # i -> i_0 * (f1 * f2) + i_1 * f2 + i_2, unit loops left out unless preserved.
+    # i -> (i_0 * f1 + i_1) * f2 + i_2 (Horner form, as the predicate prints); unit loops
+    # are left out unless preserved. Block bindings are re-simplified below.
     value: PrimExpr | None = None
-    stride: PrimExpr = op.const(1, var.dtype)
-    for new, f in reversed(list(zip(new_vars, values))):
+    for new, f in zip(new_vars, values):
+        if value is not None:
+            value = _times(value, f)
         if preserve_unit_iters or _const(f) != 1:
-            term = _times(new, stride)
-            value = term if value is None else op.add(term, value)
-        stride = _times(stride, f)
+            value = new if value is None else op.add(value, new)
     if value is None:
         value = op.const(0, var.dtype)
     body = loop.body
