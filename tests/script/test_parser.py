@@ -490,3 +490,21 @@ def test_vector_dtype_variables_and_slices_with_expression_starts():
     assert second.region[0].extent is f.params[1]
     with pytest.raises(TypeError, match=r"T.float32x4 takes an expression"):
         T.float32x4(1.0)
+
+
+def test_with_decl_buffer_scopes_the_allocation():
+    @T.prim_func
+    def f(A: T.Buffer((4,), "float32")):
+        with T.decl_buffer((2,), "float32", scope="local") as X:
+            X[0] = A[0]
+            A[1] = X[0]
+        A[2] = 0.0
+
+    alloc, after = f.body.seq
+    assert isinstance(alloc, Allocate) and alloc.buffer.name == "X"
+    assert alloc.buffer.scope == "local" and len(alloc.body.seq) == 2
+    assert isinstance(after, BufferStore)
+
+
+def test_namespaces_reachable_from_the_package():
+    assert tw.script.tir.grid is T.grid and tw.script.ir.ir_module is I.ir_module

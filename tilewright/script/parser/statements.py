@@ -16,6 +16,7 @@ from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.dtype import bool_
 from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
 from tilewright.ir.stmt import (
+    Allocate,
     AttrStmt,
     Block,
     BlockRealize,
@@ -36,6 +37,7 @@ from tilewright.script.parser.frames import (
     AttrDirective,
     AttrFrame,
     BlockFrame,
+    BufferDecl,
     InitFrame,
     LetFrame,
     LoopFrame,
@@ -181,9 +183,20 @@ class StatementParser(ExpressionEvaluator):
         return body
 
     def visit_With(self, node: ast.With) -> Stmt | None:
-        if len(node.items) != 1 or node.items[0].optional_vars is not None:
-            raise self.error(node, "expected one `with T.block(...):` (no `as`, one item)")
+        if len(node.items) != 1:
+            raise self.error(node, "expected one frame per `with`, such as with T.block(...):")
         frame = self.eval(node.items[0].context_expr)
+        target = node.items[0].optional_vars
+        if isinstance(frame, BufferDecl) and frame.kind == "decl":
+            # `with T.decl_buffer(...) as X:` scopes the allocation to the with body.
+            if not isinstance(target, ast.Name):
+                raise self.error(node, "expected `with T.decl_buffer(...) as name:`")
+            buffer = frame.spec.make(target.id)
+            with self.scope.nested():
+                self.scope.define(target.id, buffer)
+                return Allocate(buffer, self.parse_body(node.body))
+        if target is not None:
+            raise self.error(target, "only `with T.decl_buffer(...) as name:` takes `as`")
         if isinstance(frame, BlockFrame):
             return self._parse_block(frame, node)
         if isinstance(frame, InitFrame):
@@ -198,8 +211,8 @@ class StatementParser(ExpressionEvaluator):
             return LetStmt(frame.var, frame.value, self._nested_body(node.body))
         raise self.error(
             node.items[0].context_expr,
-            "expected T.block(...), T.init(), T.attr(...) or T.let(...) after with, found "
-            + ast.unparse(node.items[0].context_expr),
+            "expected T.block(...), T.init(), T.attr(...), T.let(...) or T.decl_buffer(...) "
+            "after with, found " + ast.unparse(node.items[0].context_expr),
         )
 
     def _parse_block(self, frame: BlockFrame, node: ast.With) -> Stmt:
