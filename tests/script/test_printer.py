@@ -492,6 +492,17 @@ def test_let_followed_by_more_statements_uses_with_and_a_declaration():
         """)
 
 
+def test_allocate_followed_by_more_statements_uses_with_as():
+    tmp = decl_buffer((4,), "float32", "tmp", "local")
+    _, x = arg("X", (8,))
+    body = seq(Allocate(tmp, _store(tmp, 0)), _store(x, 0))
+    assert script(body) == golden("""
+        with T.decl_buffer((4,), "float32", scope="local") as tmp:
+            tmp[0] = T.float32(1.0)
+        X[0] = T.float32(1.0)
+        """)
+
+
 def test_empty_bodies_print_pass():
     assert script(loop(i, 4, seq())) == "for i in range(4):\n    pass"
 

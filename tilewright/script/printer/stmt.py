@@ -94,9 +94,12 @@ class StmtPrinter(ExprPrinter):
             self.emit("pass")
         last = len(s.seq) - 1
         for position, item in enumerate(s.seq):
+            # `x: T.int32 = v` and `X = T.decl_buffer(...)` take the statements after them
+            # as their body; one followed by statements outside its body needs a `with`.
             if isinstance(item, LetStmt) and position < last:
-                # `x: T.int32 = v` would take the statements after it as its body.
                 self.let_scope(item)
+            elif isinstance(item, Allocate) and position < last:
+                self.allocate_scope(item)
             else:
                 self.stmt(item)
 
@@ -124,6 +127,14 @@ class StmtPrinter(ExprPrinter):
         args = self.buffer_args(s.buffer, keep_dtype=True)
         self.emit(f"{self.define_buffer(s.buffer)} = T.decl_buffer({args})")
         self.stmt(s.body)
+
+    def allocate_scope(self, s: Allocate) -> None:
+        args = self.buffer_args(s.buffer, keep_dtype=True)
+        self.namer.push()
+        self.emit(f"with T.decl_buffer({args}) as {self.define_buffer(s.buffer)}:")
+        with self.nested():
+            self.stmt(s.body)
+        self.namer.pop()
 
     def stmt_AttrStmt(self, s: AttrStmt) -> None:
         node = self.ranked(s.node)[0]
