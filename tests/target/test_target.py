@@ -26,6 +26,8 @@ def test_cuda_defaults_and_options():
     assert (t.arch, t.max_num_threads) == ("sm_80", 512)
     assert str(t) == "cuda -arch=sm_80 -max_num_threads=512"
     assert Target({"kind": "cuda", "arch": "sm_75"}).arch == "sm_75"
+    assert Target("cuda -libs=cublas").libs == "cublas"
+    assert Target("llvm -mcpu=skylake").mcpu == "skylake"
 
 
 @pytest.mark.parametrize(

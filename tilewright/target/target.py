@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from tilewright.target.tags import KIND_ALIASES, KIND_DEFAULTS, TAGS
 
 _INT_ATTRS = ("max_num_threads", "max_shared_memory_per_block", "thread_warp_size", "num_cores")
-_STR_ATTRS = ("arch", "mcpu", "mtriple")
+_STR_ATTRS = ("arch", "mcpu", "mtriple", "keys", "libs", "model", "device")
 # Targets made current by `with Target(...)`, innermost last.
 _current: contextvars.ContextVar[tuple[Target, ...]] = contextvars.ContextVar(
     "tilewright_target", default=()
@@ -56,6 +56,10 @@ class Target:
     num_cores: int
     mcpu: str
     mtriple: str
+    keys: str
+    libs: str
+    model: str
+    device: str
     host: Target | None
 
     def __init__(
@@ -83,7 +87,8 @@ class Target:
                 f"known tags: {', '.join(sorted(TAGS))}"
             )
         kind = KIND_ALIASES[kind_spelling]
-        values: dict[str, str | int] = {"mcpu": "", "mtriple": "", **KIND_DEFAULTS[kind]}
+        values: dict[str, str | int] = {key: "" for key in _STR_ATTRS}
+        values.update(KIND_DEFAULTS[kind])
         values.update(settings)
         for key, value in options.items():
             values[key] = _coerce(head, key, value)
