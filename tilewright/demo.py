@@ -4,8 +4,6 @@ Runs on the GPU when one is present and the CUDA back end is available, on the C
 ``python -m tilewright.demo --size 512`` picks a smaller problem.
 """
 
-from __future__ import annotations
-
 import argparse
 import time
 
@@ -22,9 +20,9 @@ def matmul_module(n: int) -> tw.IRModule:
     class MyModuleMatmul:
         @T.prim_func
         def main(
-            A: T.Buffer[(n, n), "float32"],
-            B: T.Buffer[(n, n), "float32"],
-            C: T.Buffer[(n, n), "float32"],
+            A: T.Buffer((n, n), "float32"),
+            B: T.Buffer((n, n), "float32"),
+            C: T.Buffer((n, n), "float32"),
         ) -> None:
             T.func_attr({"global_symbol": "main", "tir.noalias": True})
             for i, j, k in T.grid(n, n, n):
