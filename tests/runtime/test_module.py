@@ -187,6 +187,8 @@ def test_source_module_holds_text_only():
     assert host.imported_modules[0].get_source() == "__global__ void k() {}"
     with pytest.raises(RuntimeError, match=r"holds cuda code only; function 'k' cannot be called"):
         device_code["k"]
+    with pytest.raises(RuntimeError, match=r"a source module has no library to export"):
+        host.export_library("/tmp/never.so")
 
 
 def test_dump_dir_receives_the_generated_source(tmp_path):

@@ -123,6 +123,10 @@ class Module:
     def __contains__(self, name: object) -> bool:
         return name in self.function_names()
 
+    def export_library(self, path: str | Path) -> Path:
+        """Write this module as a loadable library (modules with a compiled library only)."""
+        raise RuntimeError(f"a {self.type_key} module has no library to export to {path}")
+
     def import_module(self, other: Module) -> None:
         """Attach ``other`` (device code, say) to ``imported_modules``."""
         self.imported_modules.append(other)
