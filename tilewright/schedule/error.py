@@ -37,6 +37,7 @@ RULES = {
         "a thread axis is blockIdx, threadIdx or vthread with .x, .y or .z, and has one "
         "extent within a kernel"
     ),
+    "root-block": "the function's root block stays its body, outside every loop",
     "annotation": "unannotate needs a key the loop or block is annotated with",
     "argument": "the arguments must have the types the primitive documents",
 }

@@ -252,12 +252,14 @@ def reorder(sites: list[Site]) -> PrimFunc:
                 site.node,
             )
     for parent, child in itertools.pairwise(chain_path):
-        if not isinstance(parent, For) or parent.body is not child:
-            name = parent.loop_var.name if isinstance(parent, For) else type(parent).__name__
+        # The first offending pair starts at a loop: every earlier child was a loop.
+        assert isinstance(parent, For)
+        if not isinstance(child, For):
             raise ScheduleError(
                 "reorder",
                 "loop-chain",
-                f"the loops are not a single-child chain: {name!r} holds more than the next loop",
+                f"the loops are not a single-child chain: loop {parent.loop_var.name!r} holds "
+                f"a {type(child).__name__} instead of just the next loop",
                 top.func,
                 parent,
             )
@@ -296,6 +298,14 @@ def add_unit_loop(site: Site) -> tuple[PrimFunc, Var]:
     node = site.node
     path = site.path
     if isinstance(node, Block):
+        if len(path) == 2:
+            raise ScheduleError(
+                "add_unit_loop",
+                "root-block",
+                f"block {node.name!r} is the function's root block",
+                site.func,
+                node,
+            )
         path = path[:-1]
         node = path[-1]
     var = Var("u", _index_dtype(node))

@@ -1,0 +1,66 @@
+"""annotate and unannotate on loops and blocks."""
+
+from __future__ import annotations
+
+import pytest
+from schedule_checks import check_schedule
+
+from tilewright.script import tir as T
+from tilewright.tir import Schedule, ScheduleError
+
+
+@T.prim_func
+def copy(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi]
+
+
+def test_annotate_a_loop_and_a_block() -> None:
+    @T.prim_func
+    def expected(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+        for i in T.serial(8, annotations={"pragma_auto_unroll_max_step": 16}):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                T.block_attr({"meta_schedule.tiling_structure": "SSRSRS", "k": [1, 2]})
+                B[vi] = A[vi]
+
+    sch = Schedule(copy)
+    block = sch.get_block("B")
+    (i,) = sch.get_loops(block)
+    sch.annotate(i, "pragma_auto_unroll_max_step", 16)
+    sch.annotate(block, "meta_schedule.tiling_structure", "SSRSRS")
+    sch.annotate("B", "k", [1, 2])
+    check_schedule(sch, copy, expected)
+
+
+def test_annotate_replaces_a_value_and_unannotate_removes_it() -> None:
+    sch = Schedule(copy)
+    (i,) = sch.get_loops("B")
+    sch.annotate(i, "k", 1)
+    sch.annotate(i, "k", 2.5)
+    assert sch.get(i).annotations == (("k", 2.5),)
+    sch.unannotate(i, "k")
+    check_schedule(sch, copy, copy)
+
+
+def test_unannotate_refuses_a_missing_key() -> None:
+    sch = Schedule(copy)
+    (i,) = sch.get_loops("B")
+    sch.annotate(i, "k", 1)
+    with pytest.raises(
+        ScheduleError, match=r"loop 'i' has no annotation 'x' \(annotations: 'k'\)"
+    ) as info:
+        sch.unannotate(i, "x")
+    assert info.value.rule == "annotation"
+    with pytest.raises(ScheduleError, match="block 'B' has no annotation 'k'"):
+        sch.unannotate("B", "k")
+
+
+def test_annotate_refuses_a_value_without_a_script_form() -> None:
+    sch = Schedule(copy)
+    (i,) = sch.get_loops("B")
+    with pytest.raises(ScheduleError, match=r"annotation value .* is not a bool, int") as info:
+        sch.annotate(i, "k", object())
+    assert info.value.rule == "argument"

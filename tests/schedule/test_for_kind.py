@@ -1,0 +1,215 @@
+"""parallel, vectorize, unroll and bind: expected scripts and the data-parallel and thread-axis
+rules."""
+
+from __future__ import annotations
+
+import pytest
+from schedule_checks import check_schedule
+
+from tilewright.script import tir as T
+from tilewright.tir import Schedule, ScheduleError
+
+
+@T.prim_func
+def row_sum(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32")):
+    for i, k in T.grid(8, 16):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+@T.prim_func
+def copy2d(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8, 16), "float32")):
+    for i, j in T.grid(8, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj]
+
+
+def _loops(func=copy2d):
+    sch = Schedule(func)
+    return sch, sch.get_loops(sch.get_block("B"))
+
+
+def test_parallel_vectorize_unroll() -> None:
+    @T.prim_func
+    def expected(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8, 16), "float32")):
+        for i in T.parallel(8):
+            for j_0 in T.unroll(4):
+                for j_1 in T.vectorized(4):
+                    with T.block("B"):
+                        vi = T.axis.spatial(8, i)
+                        vj = T.axis.spatial(16, j_0 * 4 + j_1)
+                        B[vi, vj] = A[vi, vj]
+
+    sch, (i, j) = _loops()
+    j0, j1 = sch.split(j, [None, 4])
+    sch.parallel(i)
+    sch.unroll(j0)
+    sch.vectorize(j1)
+    check_schedule(sch, copy2d, expected)
+
+
+def test_bind_blocks_and_threads() -> None:
+    @T.prim_func
+    def expected(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8, 16), "float32")):
+        for i in T.thread_binding(8, thread="blockIdx.x"):
+            for j in T.thread_binding(16, thread="threadIdx.x"):
+                with T.block("B"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    B[vi, vj] = A[vi, vj]
+
+    sch, (i, j) = _loops()
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j, "threadIdx.x")
+    check_schedule(sch, copy2d, expected)
+
+
+def test_spatial_loop_of_a_reduction_may_be_parallel_and_bound() -> None:
+    @T.prim_func
+    def expected(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32")):
+        for i in T.thread_binding(8, thread="blockIdx.x"):
+            for k in T.unroll(16):
+                with T.block("B"):
+                    vi, vk = T.axis.remap("SR", [i, k])
+                    with T.init():
+                        B[vi] = T.float32(0)
+                    B[vi] = B[vi] + A[vi, vk]
+
+    sch, (i, k) = _loops(row_sum)
+    sch.bind(i, "blockIdx.x")
+    sch.unroll(k)
+    check_schedule(sch, row_sum, expected)
+
+
+def test_reduction_loop_may_be_bound_to_threadidx_for_a_cross_thread_reduction() -> None:
+    sch, (_, k) = _loops(row_sum)
+    sch.bind(k, "threadIdx.x")
+    assert sch.get(k).thread_tag == "threadIdx.x"
+    check_schedule(sch, row_sum)
+
+
+def test_the_same_thread_axis_may_be_bound_twice_with_one_extent() -> None:
+    # The notebook binds a cooperative-fetch loop to threadIdx.x inside a threadIdx.x loop.
+    @T.prim_func
+    def nested(A: T.Buffer((4, 4), "float32")):
+        for i, j in T.grid(4, 4):
+            with T.block("A"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                A[vi, vj] = T.float32(1)
+
+    sch = Schedule(nested)
+    i, j = sch.get_loops(sch.get_block("A"))
+    sch.bind(i, "threadIdx.x")
+    sch.bind(j, "threadIdx.x")
+    check_schedule(sch, nested)
+
+
+def test_vthread_binding() -> None:
+    sch, (i, _) = _loops()
+    sch.bind(i, "vthread.x")
+    assert sch.get(i).thread_tag == "vthread.x"
+    check_schedule(sch, copy2d)
+
+
+# ---- rules ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("primitive", ["parallel", "vectorize"])
+def test_a_reduction_loop_cannot_be_parallel_or_vectorized(primitive: str) -> None:
+    sch, (_, k) = _loops(row_sum)
+    before = sch.mod
+    with pytest.raises(
+        ScheduleError, match="loop 'k' drives the reduce iterator 'vk' of block 'B'"
+    ) as info:
+        getattr(sch, primitive)(k)
+    assert info.value.rule == "data-parallel"
+    assert info.value.primitive == primitive
+    assert "for i, k in T.grid(8, 16):  # <-- here" in str(info.value)
+    assert sch.mod is before
+    assert [inst.kind for inst in sch.trace] == ["get_block", "get_loops"]
+
+
+def test_a_reduction_loop_cannot_be_bound_to_blockidx() -> None:
+    sch, (_, k) = _loops(row_sum)
+    with pytest.raises(ScheduleError, match="loop 'k' drives the reduce iterator") as info:
+        sch.bind(k, "blockIdx.x")
+    assert info.value.rule == "data-parallel"
+
+
+@pytest.mark.parametrize("tag", ["threadIdx.w", "blockIdx", "warp.x", "threadIdx.x "])
+def test_bind_refuses_an_unknown_thread_axis(tag: str) -> None:
+    sch, (i, _) = _loops()
+    with pytest.raises(ScheduleError, match="is not a thread axis") as info:
+        sch.bind(i, tag)
+    assert info.value.rule == "thread-axis"
+
+
+def test_bind_refuses_one_axis_with_two_extents_in_a_kernel() -> None:
+    sch, (i, j) = _loops()
+    j0, j1 = sch.split(j, [None, 8])
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j1, "threadIdx.x")
+    with pytest.raises(
+        ScheduleError, match=r"threadIdx\.x is already bound to loop 'j_1' with extent 8"
+    ) as info:
+        sch.bind(j0, "threadIdx.x")
+    assert info.value.rule == "thread-axis"
+
+
+def test_separate_kernels_may_use_different_extents() -> None:
+    @T.prim_func
+    def two(A: T.Buffer((8,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(8):
+            with T.block("A"):
+                vi = T.axis.spatial(8, i)
+                A[vi] = T.float32(1)
+        for i in range(4):
+            with T.block("B"):
+                vi = T.axis.spatial(4, i)
+                B[vi] = T.float32(2)
+
+    sch = Schedule(two)
+    (a,) = sch.get_loops(sch.get_block("A"))
+    (b,) = sch.get_loops(sch.get_block("B"))
+    sch.bind(a, "threadIdx.x")
+    sch.bind(b, "threadIdx.x")
+    check_schedule(sch, two)
+
+
+def test_parallel_refuses_a_block_with_an_opaque_iterator() -> None:
+    @T.prim_func
+    def opaque(A: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("A"):
+                vi = T.axis.opaque(4, i)
+                A[vi] = T.float32(1)
+
+    sch = Schedule(opaque)
+    (i,) = sch.get_loops(sch.get_block("A"))
+    with pytest.raises(ScheduleError, match="block 'A' has the opaque iterator 'vi'") as info:
+        sch.parallel(i)
+    assert info.value.rule == "block-iter-kind"
+
+
+def test_parallel_refuses_a_block_whose_binding_is_not_affine() -> None:
+    @T.prim_func
+    def gather(A: T.Buffer((4,), "float32"), Idx: T.Buffer((4,), "int32")):
+        for i in range(4):
+            with T.block("A"):
+                vi = T.axis.spatial(4, Idx[i])
+                A[vi] = T.float32(1)
+
+    sch = Schedule(gather)
+    (i,) = sch.get_loops(sch.get_block("A"))
+    with pytest.raises(ScheduleError, match="has a binding that is not affine") as info:
+        sch.parallel(i)
+    assert info.value.rule == "affine-binding"
+
+
+def test_unroll_accepts_any_loop() -> None:
+    sch, (_, k) = _loops(row_sum)
+    sch.unroll(k)
+    check_schedule(sch, row_sum)
