@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from interpreter import run
-from programs import ALL, arg, assert_passes_preserve, const, grid, loop, store, var
 
 from tilewright.ir import (
     Allocate,
@@ -20,6 +18,9 @@ from tilewright.ir import (
 )
 from tilewright.transform import flatten_buffers, lower_blocks, lower_init_block
 from tilewright.transform.flatten_buffers import element_strides, flat_buffer, flat_index
+
+from .interpreter import run
+from .programs import ALL, arg, assert_passes_preserve, const, grid, loop, store, var
 
 
 def _func(args, body):

@@ -1,20 +1,6 @@
 from __future__ import annotations
 
 import pytest
-from programs import (
-    ALL,
-    TRUE,
-    S,
-    arg,
-    assert_passes_preserve,
-    const,
-    grid,
-    loop,
-    realize,
-    root,
-    store,
-    var,
-)
 
 from tilewright.ir import (
     Allocate,
@@ -39,6 +25,21 @@ from tilewright.ir import (
 )
 from tilewright.script import tir as T
 from tilewright.transform import lower_blocks, lower_init_block
+
+from .programs import (
+    ALL,
+    TRUE,
+    S,
+    arg,
+    assert_passes_preserve,
+    const,
+    grid,
+    loop,
+    realize,
+    root,
+    store,
+    var,
+)
 
 
 def test_bindings_are_substituted_and_root_block_disappears():

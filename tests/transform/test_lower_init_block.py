@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-from programs import ALL, TRUE, R, S, arg, assert_passes_preserve, const, grid, root, store, var
 
 from tilewright.ir import (
     Block,
@@ -15,6 +14,8 @@ from tilewright.ir import (
 )
 from tilewright.script import tir as T
 from tilewright.transform import lower_init_block
+
+from .programs import ALL, TRUE, R, S, arg, assert_passes_preserve, const, grid, root, store, var
 
 
 def _matmul_block(with_init: bool, kinds=(S, S, R), k_min: int = 0, guard=None):

@@ -4,8 +4,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from interpreter import run
-from programs import ALL, R, S, arg, assert_passes_preserve, grid, realize, root, store, var
 
 from tilewright import config
 from tilewright.ir import (
@@ -18,6 +16,9 @@ from tilewright.ir import (
     seq,
 )
 from tilewright.transform import lower_module, stages
+
+from .interpreter import run
+from .programs import ALL, R, S, arg, assert_passes_preserve, grid, realize, root, store, var
 
 STAGE_NAMES = [
     "lower_init_block",

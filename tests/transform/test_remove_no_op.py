@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-from programs import ALL, arg, assert_passes_preserve, const, loop, store, var
 
 from tilewright.ir import (
     Allocate,
@@ -25,6 +24,8 @@ from tilewright.transform import (
     remove_no_op,
     simplify,
 )
+
+from .programs import ALL, arg, assert_passes_preserve, const, loop, store, var
 
 TRUE, FALSE = IntImm(1, dtype("bool")), IntImm(0, dtype("bool"))
 

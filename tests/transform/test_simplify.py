@@ -4,10 +4,11 @@ import logging
 import sys
 
 import pytest
-from programs import ALL, arg, assert_passes_preserve, grid, loop, store, var
 
 from tilewright.ir import IfThenElse, PrimFunc, assert_structural_equal, op
 from tilewright.transform import flatten_buffers, lower_blocks, lower_init_block, simplify
+
+from .programs import ALL, arg, assert_passes_preserve, grid, loop, store, var
 
 
 def _func(args, body):

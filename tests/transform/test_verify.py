@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pytest
-from programs import ALL, arg, const, loop, store, var
 
 from tilewright.ir import Allocate, PrimFunc, decl_buffer, seq
 from tilewright.transform import (
@@ -11,6 +10,8 @@ from tilewright.transform import (
     lower_init_block,
     verify_lowered,
 )
+
+from .programs import ALL, arg, const, loop, store, var
 
 
 def _func(args, body):
