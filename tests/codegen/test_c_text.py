@@ -217,3 +217,10 @@ def test_vector_typed_local_buffer_is_an_error():
     body = Allocate(local, BufferStore(A, op.const(0.0, "float32"), (i32(0),)))
     with pytest.raises(CodegenError, match=r"buffers of vector type float32x4 are not supported"):
         codegen_c(module(func([A], body)))
+
+
+def test_half_constants_are_rounded_to_their_type():
+    h = Var("h", dtype("float16"))
+    b = Var("b", dtype("bfloat16"))
+    assert store_expr(op.add(h, 0.1), h) == "A[0] = tw_f32_to_f16(h + 0.099975586f);"
+    assert store_expr(op.add(b, 0.1), b) == "A[0] = tw_f32_to_bf16(b + 0.100097656f);"

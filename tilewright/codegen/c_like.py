@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 from typing import ClassVar
 
+import ml_dtypes
 import numpy as np
 
 from tilewright.codegen.lanes import lane_of
@@ -289,8 +290,9 @@ class CLikePrinter:
             return Expr("NAN")
         if math.isinf(value):
             return Expr("INFINITY" if value > 0 else "-INFINITY", PREC_ATOM if value > 0 else 15)
-        if dt.bits == 16:
-            value = float(np.float16(value)) if dt.code == "float" else value
+        if dt.bits == 16:  # the constant as the half type holds it
+            half = np.float16 if dt.code == "float" else ml_dtypes.bfloat16
+            value = float(np.array(value).astype(half))
         text = str(np.float32(value)) if single else repr(float(value))
         if "e" not in text and "." not in text:
             text += ".0"
