@@ -1,0 +1,178 @@
+"""Traces: one frozen record per primitive, printed as runnable Python, serialised to JSON,
+and replayed to the same IR."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from schedule_checks import check_replay, check_schedule
+
+from tilewright.schedule import Instruction, Trace
+from tilewright.script import tir as T
+from tilewright.tir import Schedule, ScheduleError
+
+
+@T.prim_func
+def vector_add(
+    A: T.Buffer((1024,), "float32"),
+    B: T.Buffer((1024,), "float32"),
+    C: T.Buffer((1024,), "float32"),
+):
+    for i in range(1024):
+        with T.block("C"):
+            vi = T.axis.spatial(1024, i)
+            C[vi] = A[vi] + B[vi]
+
+
+@T.prim_func
+def matmul(
+    A: T.Buffer((16, 16), "float32"),
+    B: T.Buffer((16, 16), "float32"),
+    C: T.Buffer((16, 16), "float32"),
+):
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+def test_show_prints_the_calls_as_python(capsys: pytest.CaptureFixture[str]) -> None:
+    sch = Schedule(vector_add)
+    (i,) = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, [None, 128])
+    sch.bind(i0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.x")
+    sch.trace.show()
+    assert capsys.readouterr().out.splitlines() == [
+        'b0 = sch.get_block(name="C", func_name="main")',
+        "l1, = sch.get_loops(block=b0)",
+        "l2, l3 = sch.split(loop=l1, factors=[None, 128], preserve_unit_iters=True, "
+        "disable_predication=False)",
+        'sch.bind(loop=l2, thread_axis="blockIdx.x")',
+        'sch.bind(loop=l3, thread_axis="threadIdx.x")',
+    ]
+
+
+def _every_primitive() -> Schedule:
+    sch = Schedule(matmul)
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    i0, i1 = sch.split(i, [None, 4])
+    j0, j1 = sch.split(j, [2, None], preserve_unit_iters=False)
+    k0, k1 = sch.split(k, [3, 6])
+    sch.reorder(i0, j0, k0, i1, j1, k1)
+    ij = sch.fuse(i0, j0)
+    sch.bind(ij, "blockIdx.x")
+    sch.vectorize(j1)
+    sch.unroll(k1)
+    sch.annotate(k0, "pragma", "text")
+    sch.annotate(block, "meta_schedule.unroll", [4, 8])
+    sch.unannotate(k0, "pragma")
+    sch.add_unit_loop(block)
+    sch.get_child_blocks(ij)
+    outer = sch.add_unit_loop(ij)
+    sch.parallel(outer)
+    return sch
+
+
+def test_every_primitive_replays_from_python_and_json() -> None:
+    sch = _every_primitive()
+    kinds = {inst.kind for inst in sch.trace}
+    assert kinds == {
+        "get_block",
+        "get_loops",
+        "split",
+        "reorder",
+        "fuse",
+        "bind",
+        "vectorize",
+        "unroll",
+        "annotate",
+        "unannotate",
+        "add_unit_loop",
+        "get_child_blocks",
+        "parallel",
+    }
+    check_schedule(sch, matmul)
+
+
+def test_json_form() -> None:
+    sch = Schedule(vector_add)
+    (i,) = sch.get_loops(sch.get_block("C"))
+    sch.split(i, [None, 128])
+    sch.annotate(sch.get_block("C"), "note", "x")
+    assert sch.trace.as_json() == [
+        [
+            ["get_block", [], ["C", "main"], ["b0"]],
+            ["get_loops", ["b0"], [], ["l1"]],
+            ["split", ["l1", [None, 128]], [True, False], ["l2", "l3"]],
+            ["get_block", [], ["C", "main"], ["b4"]],
+            ["annotate", ["b4", {"str": "x"}], ["note"], []],
+        ],
+        [],
+    ]
+    text = json.dumps(sch.trace.as_json())
+    assert json.dumps(Trace.from_json(text).as_json()) == text
+    check_replay(sch, vector_add)
+
+
+def test_a_refused_primitive_is_not_recorded() -> None:
+    sch = Schedule(matmul)
+    _, _, k = sch.get_loops(sch.get_block("C"))
+    before = str(sch.trace)
+    with pytest.raises(ScheduleError):
+        sch.parallel(k)
+    assert str(sch.trace) == before
+
+
+def test_records_are_frozen() -> None:
+    sch = Schedule(vector_add)
+    sch.get_block("C")
+    inst = sch.trace.insts[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        inst.kind = "split"  # type: ignore[misc]
+
+
+def test_instruction_checks_its_kind_and_arity() -> None:
+    with pytest.raises(ValueError, match="unknown instruction kind 'tile'"):
+        Instruction("tile", (), (), ())
+    with pytest.raises(ValueError, match=r"instruction 'bind' takes inputs \('loop',\)"):
+        Instruction("bind", (), (), ())
+
+
+def test_decisions_are_kept_and_serialised() -> None:
+    sch = Schedule(vector_add)
+    sch.get_block("C")
+    trace = sch.trace.with_decision(0, [4, 8])
+    assert trace.insts[0].decision == [4, 8]
+    assert sch.trace.insts[0].decision is None
+    assert trace.as_json()[1] == [[0, [4, 8]]]
+    assert Trace.from_json(json.dumps(trace.as_json())).insts[0].decision == [4, 8]
+
+
+def test_replay_on_a_module_without_the_block_raises() -> None:
+    sch = Schedule(vector_add)
+    sch.get_block("C")
+
+    @T.prim_func
+    def other(A: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("D"):
+                vi = T.axis.spatial(4, i)
+                A[vi] = T.float32(0)
+
+    with pytest.raises(ScheduleError, match="has no block named 'C'"):
+        sch.trace.apply_to_schedule(Schedule(other))
+
+
+def test_trace_of_a_copy_continues_independently() -> None:
+    sch = Schedule(vector_add)
+    (i,) = sch.get_loops(sch.get_block("C"))
+    copy = sch.copy()
+    copy.split(i, [None, 2])
+    assert len(copy.trace) == 3 and len(sch.trace) == 2
+    check_replay(copy, vector_add)
