@@ -8,14 +8,7 @@ from typing import ClassVar
 
 from tilewright.ir.dtype import DataType
 from tilewright.ir.expr import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
     Add,
-    And,
     Cast,
     Div,
     FloorDiv,
@@ -27,7 +20,6 @@ from tilewright.ir.expr import (
     Mod,
     Mul,
     Not,
-    Or,
     PrimExpr,
     Range,
     Select,
@@ -253,10 +245,6 @@ class BoundEvaluator:
 
     def _Not(self, e: Not):
         return 0, 1
-
-
-# Keep the comparison classes referenced so that the dispatch above stays discoverable.
-_COMPARISONS = (EQ, NE, LT, LE, GT, GE, And, Or)
 
 
 def range_bounds(rng: Range, var_bounds: Mapping[Var, Bounds]) -> Bounds:
