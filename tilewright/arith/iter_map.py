@@ -175,6 +175,8 @@ class _Normalizer:
             ia = _int(a.base)
             return IterSum((), ia // c if ia is not None else op.floordiv(a.base, c))
         split, base = self.fuse(a)
+        if split.scale <= 0:
+            raise NotAffine("a negative coefficient of a loop iterator is not supported")
         ib = _int(base)
         if ib is None or ib % c:
             raise NotAffine(f"the offset {base!r} is not a multiple of the divisor {c}")
@@ -193,6 +195,8 @@ class _Normalizer:
             ia = _int(a.base)
             return IterSum((), ia % c if ia is not None else op.floormod(a.base, c))
         split, base = self.fuse(a)
+        if split.scale <= 0:
+            raise NotAffine("a negative coefficient of a loop iterator is not supported")
         ib = _int(base)
         if ib is None or ib % c:
             raise NotAffine(f"the offset {base!r} is not a multiple of the modulus {c}")
