@@ -301,3 +301,16 @@ def test_simplify_stmt_false_condition_takes_else():
     loop = For(i, c(0), c(8), ForKind.SERIAL, IfThenElse(op.ge(i, 8), then, other))
     got = simplify_stmt(loop)
     check(got.body, BufferStore(A, FloatImm(2.0, float32), (i,)))
+
+
+def test_bad_inputs_name_the_problem():
+    ana = Analyzer()
+    with pytest.raises(TypeError, match=r"Analyzer\.bind expects a Var to bind, got IntImm"):
+        ana.bind(c(1), R(0, 4))
+    with pytest.raises(TypeError, match=r"Analyzer.bind\(x, ...\) expects a Range or an expr"):
+        ana.bind(x, "0:4")
+    store = BufferStore(A, FloatImm(0.0, float32), (x,))
+    with pytest.raises(TypeError, match="simplify expects an expression, got BufferStore; use"):
+        simplify(store)
+    with pytest.raises(TypeError, match="can_prove expects an expression, got str"):
+        ana.can_prove("x < 4")

@@ -33,6 +33,7 @@ from tilewright.ir.expr import (
     Var,
 )
 from tilewright.ir.functor import collect_vars
+from tilewright.ir.node import Node
 
 _FLIP = {LT: GT, LE: GE, GT: LT, GE: LE, EQ: EQ, NE: NE}
 _NEGATE = {LT: GE, LE: GT, GT: LE, GE: LT, EQ: NE, NE: EQ}
@@ -72,6 +73,13 @@ class Analyzer:
             >>> ana.bind(i, Range.from_min_extent(0, 16))   # 0 <= i < 16
             >>> ana.bind(j, i * 2)                          # j is replaced by i * 2
         """
+        if not isinstance(var, Var):
+            raise TypeError(f"Analyzer.bind expects a Var to bind, got {type(var).__name__}")
+        if not isinstance(value, Range | PrimExpr | int):
+            raise TypeError(
+                f"Analyzer.bind({var.name}, ...) expects a Range or an expression, "
+                f"got {type(value).__name__}"
+            )
         if isinstance(value, Range):
             rng = Range(self.simplify(value.min), self.simplify(value.extent))
             self._ranges[var] = rng
@@ -159,7 +167,7 @@ class Analyzer:
 
             >>> ana.simplify(x * 4 + x * 4)   # x * 8
         """
-        result = op.convert(expr)
+        result = _as_expr(expr, "simplify")
         for _ in range(3):
             new = self._rewriter(result)
             if new is result:
@@ -205,7 +213,7 @@ class Analyzer:
 
             >>> ana.const_int_bound(i // 8)   # ConstIntBound(min_value=0, max_value=1)
         """
-        e = op.convert(expr)
+        e = _as_expr(expr, "const_int_bound")
         lo, hi = self._diff_bound(e)
         simple = self.simplify(e)
         if simple is not e:
@@ -221,7 +229,7 @@ class Analyzer:
             >>> ana.can_prove(i * 2 < 256)
             True
         """
-        result = self.simplify(op.convert(cond))
+        result = self.simplify(_as_expr(cond, "can_prove"))
         return isinstance(result, IntImm) and result.value != 0
 
     def can_prove_equal(self, a: PrimExpr | int, b: PrimExpr | int) -> bool:
@@ -251,6 +259,15 @@ class Analyzer:
         if dom_map is None:
             dom_map = dict(self._ranges)
         return eval_set(expr, dom_map, self)
+
+
+def _as_expr(value: object, what: str) -> PrimExpr:
+    if isinstance(value, PrimExpr):
+        return value
+    if isinstance(value, bool | int | float):
+        return op.convert(value)
+    hint = "; use simplify_stmt for statements" if isinstance(value, Node) else ""
+    raise TypeError(f"{what} expects an expression, got {type(value).__name__}{hint}")
 
 
 __all__ = ["NEG_INF", "POS_INF", "Analyzer"]
