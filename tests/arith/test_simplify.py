@@ -314,3 +314,17 @@ def test_bad_inputs_name_the_problem():
         simplify(store)
     with pytest.raises(TypeError, match="can_prove expects an expression, got str"):
         ana.can_prove("x < 4")
+
+
+def test_let_rebinding_hides_an_outer_value():
+    ana = Analyzer()
+    ana.bind(x, c(5))
+    check(ana.simplify(Let(x, y, x + 1)), Let(x, y, x + 1))
+    check(ana.simplify(x + 1), c(6))
+
+
+def test_if_then_else_call():
+    cond_true = op.if_then_else(op.lt(i1, 128), x, y)
+    check(simplify(cond_true, B128), x)
+    guarded = op.if_then_else(op.lt(x, 4), op.min_value(x, 8), y)
+    check(simplify(guarded), op.if_then_else(op.lt(x, 4), x, y))

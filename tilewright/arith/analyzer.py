@@ -90,6 +90,12 @@ class Analyzer:
         self._values[var] = expr
         self._bounds[var] = self._bound(expr)
 
+    def _bind_bounds(self, var: Var, bounds: Bounds) -> None:
+        """Give ``var`` constant bounds only (a let-bound name that stays in the output)."""
+        self._values.pop(var, None)
+        self._ranges.pop(var, None)
+        self._bounds[var] = bounds
+
     @contextmanager
     def _scope(self) -> Iterator[None]:
         """Restore bounds, ranges, values and facts on exit."""

@@ -27,6 +27,7 @@ from tilewright.ir.expr import (
     Add,
     And,
     BinaryOp,
+    Call,
     Cast,
     CmpOp,
     Div,
@@ -107,6 +108,19 @@ class Rewriter(DivModRules):
 
     def _Var(self, v: Var) -> PrimExpr:
         return self.analyzer._values.get(v, v)
+
+    def _Call(self, call: Call) -> PrimExpr:
+        if call.op != "if_then_else" or len(call.args) != 3:
+            return self._generic(call)
+        cond = self(call.args[0])
+        if isinstance(cond, IntImm):
+            return self(call.args[1] if cond.value else call.args[2])
+        # Only the branch taken is evaluated, so each may assume its condition.
+        with self.analyzer.assume(cond):
+            t = self(call.args[1])
+        with self.analyzer.assume(op.logical_not(cond)):
+            f = self(call.args[2])
+        return Call(call.dtype, call.op, (cond, t, f))
 
     def _generic(self, expr: PrimExpr) -> PrimExpr:
         changes = {}
@@ -298,7 +312,7 @@ class Rewriter(DivModRules):
     def _Let(self, e: Let) -> PrimExpr:
         value = self(e.value)
         with self.analyzer._scope():
-            self.analyzer._bounds[e.var] = self.bound(value)
+            self.analyzer._bind_bounds(e.var, self.bound(value))
             body = self(e.body)
         if e.var not in collect_vars(body):
             return body

@@ -63,7 +63,7 @@ class _StmtSimplifier(Mutator):
         value = self.visit(stmt.value)
         with self.analyzer._scope():
             # The variable keeps its name in the output; only its bounds are used.
-            self.analyzer._bounds[stmt.var] = self.analyzer._bound(value)  # type: ignore[arg-type]
+            self.analyzer._bind_bounds(stmt.var, self.analyzer._bound(value))  # type: ignore[arg-type]
             body = self.visit(stmt.body)
         return stmt.replace(value=value, body=body)  # type: ignore[return-value]
 
