@@ -243,6 +243,17 @@ def opaque_scalar(n: int = 6) -> Program:
     return Program(root(args, inner), _rand((n,), (1,)), lambda x: [x[0], x[0].sum(keepdims=True)])
 
 
+def unit_split(n: int = 16) -> Program:
+    """A loop split by its full extent, leaving an inner loop of extent one."""
+    args = [arg("A", (n,)), arg("C", (n,))]
+    (_, a), (_, c) = args
+    i0, i1, vi = var("i_0"), var("i_1"), var("vi")
+    block = realize("C", [(vi, n, S, i0 + i1)], store(c, a[vi] * 3.0, vi))
+    return Program(
+        root(args, grid([i0, i1], [n, 1], block)), _rand((n,), (n,)), lambda x: [x[0], x[0] * 3]
+    )
+
+
 ALL = {
     "vector_add": vector_add,
     "window_sum": window_sum,
@@ -254,6 +265,7 @@ ALL = {
     "block_alloc": block_alloc,
     "nested_match": nested_match,
     "opaque_scalar": opaque_scalar,
+    "unit_split": unit_split,
 }
 
 

@@ -23,6 +23,7 @@ from .programs import ALL, R, S, arg, assert_passes_preserve, grid, realize, roo
 STAGE_NAMES = [
     "lower_init_block",
     "lower_blocks",
+    "inline_unit_loops",
     "flatten_buffers",
     "simplify",
     "remove_no_op",
@@ -89,7 +90,7 @@ def test_dump_dir_gets_one_file_per_stage(tmp_path):
 def test_dump_dir_defaults_to_config(tmp_path):
     with config.scope(dump_dir=tmp_path / "ir"):
         lower_module(IRModule({"main": ALL["vector_add"]().func}))
-    assert (tmp_path / "ir" / "main.03_flatten_buffers.txt").exists()
+    assert (tmp_path / "ir" / "main.04_flatten_buffers.txt").exists()
 
 
 def test_no_dump_without_dump_dir(tmp_path, monkeypatch):

@@ -21,6 +21,8 @@ The lowered form (the contract with code generation, checked by ``verify_lowered
   domain, written over the loop variables (``if k_0 * 4 + k_1 == 0:``), in the loop nest at
   the block's position; a ``T.where`` predicate is an ``IfThenElse`` around the block's body,
   init included.
+- Loops of extent one are gone (their variable replaced by ``min``) unless thread-bound or
+  annotated.
 - Block reads/writes and block annotations are dropped; ``match_buffer`` views are accesses
   of their source buffers.
 
@@ -31,6 +33,7 @@ Example::
 """
 
 from tilewright.transform.flatten_buffers import flatten_buffers
+from tilewright.transform.inline_unit_loops import inline_unit_loops
 from tilewright.transform.lower_blocks import lower_blocks
 from tilewright.transform.lower_init_block import lower_init_block
 from tilewright.transform.pipeline import Stage, lower_module, stages
@@ -42,6 +45,7 @@ __all__ = [
     "LoweredFormError",
     "Stage",
     "flatten_buffers",
+    "inline_unit_loops",
     "lower_blocks",
     "lower_init_block",
     "lower_module",

@@ -10,6 +10,7 @@ from pathlib import Path
 from tilewright import config
 from tilewright.ir import IRModule, PrimFunc
 from tilewright.transform.flatten_buffers import flatten_buffers
+from tilewright.transform.inline_unit_loops import inline_unit_loops
 from tilewright.transform.lower_blocks import lower_blocks
 from tilewright.transform.lower_init_block import lower_init_block
 from tilewright.transform.remove_no_op import remove_no_op
@@ -51,6 +52,7 @@ def stages(target_kind: str = "c") -> tuple[Stage, ...]:
     return (
         Stage("lower_init_block", lower_init_block),
         Stage("lower_blocks", lower_blocks),
+        Stage("inline_unit_loops", inline_unit_loops),
         Stage("flatten_buffers", flatten_buffers),
         Stage("simplify", simplify),
         Stage("remove_no_op", remove_no_op),
