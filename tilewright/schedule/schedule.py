@@ -4,6 +4,7 @@ nothing."""
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 from tilewright.ir.expr import IntImm, PrimExpr
@@ -102,15 +103,22 @@ class Schedule:
     ) -> None:
         self._insts.append(Instruction(kind, tuple(inputs), tuple(attrs), tuple(outputs)))
 
-    def _block(self, block: BlockArg, primitive: str) -> BlockRV:
-        return self.get_block(block) if isinstance(block, str) else block
-
-    def _target(self, ref: BlockArg | LoopRV, primitive: str) -> BlockRV | LoopRV:
+    def _target(self, ref: BlockArg | LoopRV) -> BlockRV | LoopRV:
+        # TVM accepts a block's name wherever a block is expected; it records a get_block.
         return self.get_block(ref) if isinstance(ref, str) else ref
 
     # ---- queries -------------------------------------------------------------------------
     def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
-        """The block named ``name`` in function ``func_name`` (default: the one worked on)."""
+        """A reference to the block named ``name``.
+
+        Args:
+            name: the block's name (unique within its function).
+            func_name: the function; by default the one worked on (``main``).
+
+        Example::
+
+            block_C = sch.get_block("C")
+        """
         func_name = func_name or self._func_name
         site = self._state.block_site(func_name, name, "get_block")
         ref = self._state.block_ref(func_name, site.node)  # type: ignore[arg-type]
@@ -120,16 +128,26 @@ class Schedule:
     get_sblock = get_block
 
     def get_loops(self, block: BlockArg) -> list[LoopRV]:
-        """The loops above ``block`` up to its enclosing block, outermost first."""
-        block = self._block(block, "get_loops")
+        """References to the loops above ``block`` up to its enclosing block, outermost first.
+
+        Example::
+
+            i, j, k = sch.get_loops(sch.get_block("C"))
+        """
+        block = self._target(block)  # type: ignore[assignment]
         site = self._state.block_ref_site(block, "get_loops")
         refs = [self._state.loop_ref(site.func_name, p[-1]) for p in get.get_loops(site)]  # type: ignore[arg-type]
         self._record("get_loops", (block,), (), refs)
         return refs
 
     def get_child_blocks(self, block_or_loop: BlockArg | LoopRV) -> list[BlockRV]:
-        """The blocks directly under a block or loop, in program order."""
-        target = self._target(block_or_loop, "get_child_blocks")
+        """The blocks directly under a block or loop (not inside other blocks), in order.
+
+        Example::
+
+            producer, consumer = sch.get_child_blocks(sch.get_block("root"))
+        """
+        target = self._target(block_or_loop)
         site = self._state.any_site(target, "get_child_blocks")
         refs = [self._state.block_ref(site.func_name, b) for b in get.get_child_blocks(site)]
         self._record("get_child_blocks", (target,), (), refs)
@@ -143,9 +161,18 @@ class Schedule:
         preserve_unit_iters: bool = True,
         disable_predication: bool = False,
     ) -> list[LoopRV]:
-        """Split ``loop`` into nested loops of the given extents (one may be ``None``: inferred).
+        """Split ``loop`` into nested loops ``<name>_0, <name>_1, ...`` of the given extents.
 
-        A product larger than the extent adds a ``T.where`` predicate to the blocks inside.
+        Args:
+            loop: a loop that starts at 0, without annotations or thread binding.
+            factors: positive extents, outermost first; one may be ``None`` (inferred). A
+                product above the loop's extent adds a ``T.where`` predicate to the blocks.
+            preserve_unit_iters: keep loops of extent 1 in the block bindings.
+            disable_predication: do not add the predicate (the caller knows it holds).
+
+        Example::
+
+            i0, i1 = sch.split(i, [None, 128])   # vi = T.axis.spatial(1024, i_0 * 128 + i_1)
         """
         site = self._state.loop_site(loop, "split")
         values = tuple(_factor(f) for f in factors)
@@ -158,7 +185,16 @@ class Schedule:
         return refs
 
     def fuse(self, *loops_: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
-        """Fuse consecutive nested loops (outermost first) into one loop."""
+        """Fuse nested loops, outermost first, each the only child of the previous one.
+
+        Args:
+            loops_: the loops; each starts at 0 and has no annotations or thread binding.
+            preserve_unit_iters: keep loops of extent 1 in the block bindings.
+
+        Example::
+
+            tx = sch.fuse(i1, j1)   # i_1 -> i_1_j_1_fused // 8, j_1 -> i_1_j_1_fused % 8
+        """
         given = _flatten(loops_)
         sites = [self._state.loop_site(r, "fuse") for r in given]
         func, var = loops.fuse(sites, preserve_unit_iters)
@@ -168,7 +204,12 @@ class Schedule:
         return ref
 
     def reorder(self, *ordered_loops: LoopRV) -> None:
-        """Put the given loops of one chain in this order; the others keep their places."""
+        """Reorder loops of one single-child chain; loops not given keep their places.
+
+        Example::
+
+            sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
+        """
         given = _flatten(ordered_loops)
         sites = [self._state.loop_site(r, "reorder") for r in given]
         func = loops.reorder(sites)
@@ -176,8 +217,13 @@ class Schedule:
         self._record("reorder", (tuple(given),), ())
 
     def add_unit_loop(self, block_or_loop: BlockArg | LoopRV) -> LoopRV:
-        """Wrap a block or loop in a new loop of extent 1 and return it."""
-        target = self._target(block_or_loop, "add_unit_loop")
+        """Wrap a block or loop in a new loop ``u`` of extent 1 and return it.
+
+        Example::
+
+            u = sch.add_unit_loop(sch.get_block("C"))
+        """
+        target = self._target(block_or_loop)
         site = self._state.any_site(target, "add_unit_loop")
         func, var = loops.add_unit_loop(site)
         self._state.commit(site.func_name, func)
@@ -187,25 +233,50 @@ class Schedule:
 
     # ---- loop kinds ----------------------------------------------------------------------
     def parallel(self, loop: LoopRV) -> None:
-        """Run ``loop`` in parallel on CPU threads."""
+        """Run ``loop`` in parallel on CPU threads; it may drive only spatial iterators.
+
+        Example::
+
+            sch.parallel(i0)   # for i_0 in T.parallel(16):
+        """
         site = self._state.loop_site(loop, "parallel")
         self._state.commit(site.func_name, for_kind.parallel(site))
         self._record("parallel", (loop,), ())
 
     def vectorize(self, loop: LoopRV) -> None:
-        """Mark ``loop`` vectorized."""
+        """Mark ``loop`` vectorized; it may drive only spatial iterators.
+
+        Example::
+
+            sch.vectorize(j1)   # for j_1 in T.vectorized(8):
+        """
         site = self._state.loop_site(loop, "vectorize")
         self._state.commit(site.func_name, for_kind.vectorize(site))
         self._record("vectorize", (loop,), ())
 
     def unroll(self, loop: LoopRV) -> None:
-        """Mark ``loop`` to be unrolled."""
+        """Mark ``loop`` to be unrolled.
+
+        Example::
+
+            sch.unroll(k1)   # for k_1 in T.unroll(4):
+        """
         site = self._state.loop_site(loop, "unroll")
         self._state.commit(site.func_name, for_kind.unroll(site))
         self._record("unroll", (loop,), ())
 
     def bind(self, loop: LoopRV, thread_axis: str) -> None:
-        """Bind ``loop`` to a GPU thread axis such as ``"blockIdx.x"`` or ``"threadIdx.y"``."""
+        """Bind ``loop`` to a GPU thread axis.
+
+        Args:
+            loop: a loop driving only spatial iterators (or reductions, for ``threadIdx``).
+            thread_axis: ``blockIdx``, ``threadIdx`` or ``vthread`` with ``.x/.y/.z``; one
+                extent per axis within a kernel.
+
+        Example::
+
+            sch.bind(i0, "blockIdx.x")   # for i_0 in T.thread_binding(8, thread="blockIdx.x"):
+        """
         site = self._state.loop_site(loop, "bind")
         if not isinstance(thread_axis, str):
             raise ScheduleError("bind", "argument", f"thread_axis {thread_axis!r} is not a str")
@@ -214,16 +285,26 @@ class Schedule:
 
     # ---- annotations ---------------------------------------------------------------------
     def annotate(self, block_or_loop: BlockArg | LoopRV, ann_key: str, ann_val: AttrValue) -> None:
-        """Set annotation ``ann_key`` of a block or loop to ``ann_val``."""
-        target = self._target(block_or_loop, "annotate")
+        """Set annotation ``ann_key`` of a block or loop to ``ann_val``.
+
+        Example::
+
+            sch.annotate(k0, "pragma_auto_unroll_max_step", 16)
+        """
+        target = self._target(block_or_loop)
         site = self._state.any_site(target, "annotate")
         value = _annotation_value(ann_val)
         self._state.commit(site.func_name, annotate_.annotate(site, str(ann_key), value))
         self._record("annotate", (target, value), (str(ann_key),))
 
     def unannotate(self, block_or_loop: BlockArg | LoopRV, ann_key: str) -> None:
-        """Remove annotation ``ann_key`` from a block or loop."""
-        target = self._target(block_or_loop, "unannotate")
+        """Remove annotation ``ann_key`` from a block or loop.
+
+        Example::
+
+            sch.unannotate(k0, "pragma_auto_unroll_max_step")
+        """
+        target = self._target(block_or_loop)
         site = self._state.any_site(target, "unannotate")
         self._state.commit(site.func_name, annotate_.unannotate(site, str(ann_key)))
         self._record("unannotate", (target,), (str(ann_key),))
@@ -238,9 +319,9 @@ def _flatten(loops_: Sequence[object]) -> list[LoopRV]:
 def _factor(value: object) -> int | PrimExpr | None:
     if value is None or isinstance(value, PrimExpr):
         return value
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ScheduleError("split", "split-factors", f"factor {value!r} is not an integer or None")
-    return value
+    return int(value)
 
 
 def _annotation_value(value: object) -> AttrValue:
