@@ -238,3 +238,10 @@ def test_pass_errors_name_the_function_and_stage():
     bad = func.with_body(func.body.replace(block=func.body.block.replace(body=loop_)))
     with pytest.raises(ValueError, match="lowering 'vadd', stage lower_blocks: block 'C' has 1"):
         lower_module(IRModule({"vadd": bad}))
+
+
+def test_a_lone_function_is_lowered_as_main():
+    got = lower_module(ALL["vector_add"]().func)
+    assert list(got) == ["main"]
+    x = [np.arange(16, dtype="float32")] * 2 + [np.zeros(16, "float32")]
+    np.testing.assert_array_equal(run(got["main"], *x)[2], x[0] * 2)

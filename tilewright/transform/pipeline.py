@@ -61,12 +61,12 @@ def stages(target_kind: str = "c") -> tuple[Stage, ...]:
 
 
 def lower_module(
-    mod: IRModule, target_kind: str = "c", *, dump_dir: Path | str | None = None
+    mod: IRModule | PrimFunc, target_kind: str = "c", *, dump_dir: Path | str | None = None
 ) -> IRModule:
     """Lower every function of ``mod`` into the form code generation reads.
 
     Args:
-        mod: the module, as written or scheduled.
+        mod: the module, as written or scheduled; a lone function is lowered as ``main``.
         target_kind: the target's kind (``"c"`` or ``"llvm"`` for the CPU).
         dump_dir: when set (default: ``tilewright.config.get().dump_dir``), each function's
             IR is written before the first stage and after each one as
@@ -78,6 +78,8 @@ def lower_module(
         >>> # writes /tmp/ir/main.00_input.txt, main.01_lower_init_block.txt, ...
     """
     pipeline = stages(target_kind)
+    if isinstance(mod, PrimFunc):
+        mod = IRModule({"main": mod})
     directory = Path(dump_dir) if dump_dir is not None else config.get().dump_dir
     lowered = {}
     for name, func in mod.items():
