@@ -10,6 +10,7 @@ from tilewright.ir import (
     IfThenElse,
     IRModule,
     PrimFunc,
+    Ramp,
     assert_structural_equal,
     decl_buffer,
     op,
@@ -18,7 +19,20 @@ from tilewright.ir import (
 from tilewright.transform import lower_module, stages
 
 from .interpreter import run
-from .programs import ALL, R, S, arg, assert_passes_preserve, grid, realize, root, store, var
+from .programs import (
+    ALL,
+    R,
+    S,
+    arg,
+    assert_passes_preserve,
+    const,
+    grid,
+    loop,
+    realize,
+    root,
+    store,
+    var,
+)
 
 STAGE_NAMES = [
     "lower_init_block",
@@ -245,3 +259,17 @@ def test_a_lone_function_is_lowered_as_main():
     assert list(got) == ["main"]
     x = [np.arange(16, dtype="float32")] * 2 + [np.zeros(16, "float32")]
     np.testing.assert_array_equal(run(got["main"], *x)[2], x[0] * 2)
+
+
+def test_vector_accesses_survive_the_whole_pipeline():
+    args = [arg("A", (4, 8)), arg("C", (4, 8))]
+    (_, a), (_, c) = args
+    i = var("i")
+    lanes = Ramp(const(0), const(1), 8)
+    body = loop(i, 4, store(c, a[i, lanes] + a[i, lanes], i, lanes))
+    func = PrimFunc(tuple(v for v, _ in args), body, tuple(args))
+    got = lower_module(func)["main"]
+    index = got.body.body.indices[0]
+    assert isinstance(index, Ramp) and index.lanes == 8
+    x = np.arange(32, dtype="float32").reshape(4, 8)
+    np.testing.assert_array_equal(run(got, x, np.zeros_like(x))[1], x * 2)
