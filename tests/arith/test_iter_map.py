@@ -146,7 +146,8 @@ def test_unit_piece_between_equal_scales_still_fuses() -> None:
     ("make", "message"),
     [
         (lambda i, j: i * j, "a product of two loop iterators is not affine"),
-        (lambda i, j: floordiv(i, j), "the divisor must be a positive constant"),
+        (lambda i, j: floordiv(i, j), "depends on a loop iterator"),
+        (lambda i, j: floordiv(i, -2), "the divisor must be a positive constant"),
         (lambda i, j: floordiv(i, 3), "// 3 does not divide the iteration extent 8"),
         (lambda i, j: floordiv(7 - i, 2), "a negative coefficient"),
     ],
@@ -158,6 +159,30 @@ def test_not_affine_says_why(make, message: str) -> None:
     assert reason is not None and message in reason
     with pytest.raises(NotAffine, match=message):
         normalize(expr, dom)
+
+
+def test_symbolic_extent_fusion_splits_by_the_symbol() -> None:
+    n = Var("n", I32)
+    f = Var("f", I32)
+    dom = {f: Range(IntImm(0, I32), 8 * n)}
+    result = detect_iter_map([floordiv(f, n), floormod(f, n)], dom)
+    assert result, result.errors
+    assert [str(e) for e in iter_map_simplify([floordiv(f, n), floormod(f, n)], dom)] == [
+        "f // n",
+        "f % n",
+    ]
+    failed = detect_iter_map([floordiv(f, n + 1)], dom)
+    assert not failed and "cannot tell that n + 1 divides" in failed.errors[0]
+    # Lenient: a loop-invariant divisor keeps the binding affine for legality checks.
+    assert is_affine([floordiv(f, n + 1)], dom) is None
+
+
+def test_symbolic_coefficients_are_affine() -> None:
+    (j0, j1), dom = loops(j_0=10, j_1=4)
+    n = Var("n", I32)
+    assert is_affine([j0 * floordiv(n + 9, 10) + j1], dom) is None
+    reason = is_affine([j0 * j1 * n], dom)
+    assert reason is not None and "a product of two loop iterators" in reason
 
 
 def test_symbols_outside_the_domain_are_offsets() -> None:

@@ -262,3 +262,33 @@ def test_new_loops_are_serial() -> None:
     sch.unroll(i)
     i0, i1 = sch.split(i, [None, 4])
     assert all(isinstance(sch.get(r), For) and sch.get(r).kind is ForKind.SERIAL for r in (i0, i1))
+
+
+def test_symbolic_extent_split_and_parallel() -> None:
+    @T.prim_func
+    def sym(a: T.handle, b: T.handle, n: T.int32):
+        A = T.match_buffer(a, (8, n))
+        B = T.match_buffer(b, (8, n))
+        for i, j in T.grid(8, n):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+
+    @T.prim_func
+    def expected(a: T.handle, b: T.handle, n: T.int32):
+        A = T.match_buffer(a, (8, n))
+        B = T.match_buffer(b, (8, n))
+        for i in range(8):
+            for j_0 in T.parallel((n + 9) // 10):
+                for j_1 in range(10):
+                    with T.block("B"):
+                        vi = T.axis.spatial(8, i)
+                        vj = T.axis.spatial(n, j_0 * 10 + j_1)
+                        T.where(j_0 * 10 + j_1 < n)
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+    sch = Schedule(sym)
+    _, j = sch.get_loops(sch.get_block("B"))
+    j0, _ = sch.split(j, [None, 10])
+    sch.parallel(j0)
+    check_schedule(sch, sym, expected, numeric=False)

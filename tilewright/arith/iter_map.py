@@ -47,7 +47,7 @@ class IterSplit:
     """The term ``(mark // lower_factor) % extent * scale`` of an iteration space."""
 
     mark: IterMark
-    lower_factor: int
+    lower_factor: Extent
     extent: Extent
     scale: int
 
@@ -137,6 +137,8 @@ class _Normalizer:
             return _merge(self.visit(expr.a), _scale(self.visit(expr.b), -1))
         if isinstance(expr, Mul):
             return self.mul(self.visit(expr.a), self.visit(expr.b), expr)
+        if isinstance(expr, FloorDiv | FloorMod) and _int(expr.b) is None:
+            return self.symbolic_divide(self.visit(expr.a), expr)
         if isinstance(expr, FloorDiv):
             return self.floordiv(self.visit(expr.a), self.divisor(expr))
         if isinstance(expr, FloorMod):
@@ -188,7 +190,8 @@ class _Normalizer:
         ext = _int(split.extent)
         if ext is None or ext % step:
             raise NotAffine(f"// {c} does not divide the iteration extent {split.extent!r}")
-        return IterSum((IterSplit(split.mark, split.lower_factor * step, ext // step, 1),), ib // c)
+        lower = _mul_extent(split.lower_factor, step)
+        return IterSum((IterSplit(split.mark, lower, ext // step, 1),), ib // c)
 
     def floormod(self, a: IterSum, c: int) -> IterSum:
         if not a.args:
@@ -211,6 +214,27 @@ class _Normalizer:
         if ext is None or ext % step:
             raise NotAffine(f"% {c} does not divide the iteration extent {split.extent!r}")
         return IterSum((IterSplit(split.mark, split.lower_factor, step, split.scale),), 0)
+
+    def symbolic_divide(self, a: IterSum, expr: FloorDiv | FloorMod) -> IterSum:
+        """``a // d`` or ``a % d`` for a loop-invariant ``d``: only on one whole unit-scale
+        iterator whose extent is a product with ``d`` as a factor (``fused // n`` of a loop
+        of extent ``8 * n``)."""
+        d = expr.b
+        if any(v in self.dom for v in collect_vars(d)):
+            raise NotAffine(f"division by {d!r}, which depends on a loop iterator")
+        if not a.args:
+            fn = op.floordiv if isinstance(expr, FloorDiv) else op.floormod
+            return IterSum((), fn(a.base, d))
+        split, base = self.fuse(a)
+        if split.scale != 1 or _int(base) != 0:
+            raise NotAffine(f"division by the symbolic {d!r} of a scaled or offset iterator")
+        rest = _exact_quotient(split.extent, d)
+        if rest is None:
+            raise NotAffine(f"cannot tell that {d!r} divides the iteration extent {split.extent!r}")
+        if isinstance(expr, FloorMod):
+            return IterSum((IterSplit(split.mark, split.lower_factor, d, 1),), 0)
+        lower = _mul_extent(split.lower_factor, d)
+        return IterSum((IterSplit(split.mark, lower, rest, 1),), 0)
 
     def fuse(self, total: IterSum) -> tuple[IterSplit, int | PrimExpr]:
         """``total`` as one split of a (possibly fused) mark, and its base."""
@@ -262,6 +286,18 @@ def _fold(expr: PrimExpr) -> int | None:
     return a // b if isinstance(expr, FloorDiv) else a % b
 
 
+def _exact_quotient(extent: Extent, d: PrimExpr) -> Extent | None:
+    """``extent / d`` when ``d`` is visibly a factor of ``extent``, else None."""
+    if _same_extent(extent, d):
+        return 1
+    if isinstance(extent, Mul):
+        if _same_extent(extent.b, d):
+            return _int(extent.a) if _int(extent.a) is not None else extent.a
+        if _same_extent(extent.a, d):
+            return _int(extent.b) if _int(extent.b) is not None else extent.b
+    return None
+
+
 def split_scaled(split: IterSplit, scale: int) -> IterSplit:
     return IterSplit(split.mark, split.lower_factor, split.extent, scale)
 
@@ -300,7 +336,8 @@ def _glue(terms: list[IterSplit]) -> list[IterSplit]:
                 if hi is lo or hi.mark != lo.mark:
                     continue
                 lo_ext = _int(lo.extent)
-                if lo_ext is None or hi.lower_factor != lo.lower_factor * lo_ext:
+                below = _mul_extent(lo.lower_factor, lo_ext) if lo_ext is not None else None
+                if below is None or not _same_extent(hi.lower_factor, below):
                     continue
                 if hi.scale != lo.scale * lo_ext:
                     continue
@@ -346,7 +383,9 @@ def is_affine(
 
     Conjuncts ``sum < c`` of ``predicate`` bound the fused space of that sum (see
     ``detect_iter_map``). Unlike ``detect_iter_map``, the indices may overlap or leave parts
-    of the loops unused.
+    of the loops unused. With symbolic shapes (loop-invariant coefficients such as
+    ``j_0 * ((n + 9) // 10) + j_1``), the expression only has to be a sum of loop iterators
+    scaled, divided and taken modulo by loop-invariant values.
 
     Example::
 
@@ -359,8 +398,38 @@ def is_affine(
         try:
             norm.visit(expr)
         except NotAffine as err:
-            return f"{expr!r}: {err}"
+            if not _has_symbolic_coefficient(expr, dom) or not _quasi_affine(expr, dom):
+                return f"{expr!r}: {err}"
     return None
+
+
+def _invariant(expr: PrimExpr, dom: Mapping[Var, Range]) -> bool:
+    return not any(v in dom for v in collect_vars(expr))
+
+
+def _has_symbolic_coefficient(expr: PrimExpr, dom: Mapping[Var, Range]) -> bool:
+    if isinstance(expr, Mul | FloorDiv | FloorMod):
+        for side in (expr.a, expr.b):
+            if _invariant(side, dom) and _fold(side) is None:
+                return True
+    if isinstance(expr, Add | Sub | Mul | FloorDiv | FloorMod):
+        return _has_symbolic_coefficient(expr.a, dom) or _has_symbolic_coefficient(expr.b, dom)
+    return False
+
+
+def _quasi_affine(expr: PrimExpr, dom: Mapping[Var, Range]) -> bool:
+    """Iterators combined by +, -, and *, //, % with loop-invariant operands only."""
+    if _invariant(expr, dom) or isinstance(expr, Var):
+        return True
+    if isinstance(expr, Add | Sub):
+        return _quasi_affine(expr.a, dom) and _quasi_affine(expr.b, dom)
+    if isinstance(expr, Mul):
+        if _invariant(expr.a, dom):
+            return _quasi_affine(expr.b, dom)
+        return _invariant(expr.b, dom) and _quasi_affine(expr.a, dom)
+    if isinstance(expr, FloorDiv | FloorMod):
+        return _invariant(expr.b, dom) and _quasi_affine(expr.a, dom)
+    return False
 
 
 def _constraints(predicate: PrimExpr | None, norm: _Normalizer) -> list[tuple[IterSum, int]]:
@@ -445,7 +514,9 @@ def _check_pieces(results: Sequence[IterSum], dom: Mapping[Var, Range], level: s
         for split in total.args:
             collect(split)
     for mark, used in pieces.items():
-        used = sorted(used, key=lambda s: s.lower_factor)
+        if any(_int(s.lower_factor) is None or _int(s.extent) is None for s in used):
+            continue  # symbolic pieces: their overlap cannot be decided here
+        used = sorted(used, key=lambda s: s.lower_factor)  # type: ignore[arg-type, return-value]
         reach = 1
         for s in used:
             ext = _int(s.extent)
@@ -488,7 +559,7 @@ def split_to_expr(split: IterSplit) -> PrimExpr:
     upper = _mul_extent(split.extent, split.lower_factor)
     if not _same_extent(upper, split.mark.extent):
         value = op.floormod(value, upper)
-    if split.lower_factor != 1:
+    if _int(split.lower_factor) != 1:
         value = op.floordiv(value, split.lower_factor)
     if split.scale != 1:
         value = op.mul(value, split.scale)
@@ -546,7 +617,7 @@ def iter_map_simplify(
         flat = total
         if len(total.args) == 1:
             split = total.args[0]
-            whole = split.lower_factor == 1 and _int(split.extent) == _int(split.mark.extent)
+            whole = _int(split.lower_factor) == 1 and _same_extent(split.extent, split.mark.extent)
             if whole and isinstance(split.mark.source, IterSum):
                 inner = split.mark.source
                 flat = IterSum(

@@ -38,6 +38,10 @@ def _times(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     return op.mul(a, b)
 
 
+def _minus_one(x: PrimExpr) -> PrimExpr:
+    return op.const(x.value - 1, x.dtype) if isinstance(x, IntImm) else op.sub(x, 1)
+
+
 def _split_factors(site: Site, factors: Sequence[Factor]) -> list[PrimExpr]:
     loop = site.node
     assert isinstance(loop, For)
@@ -70,7 +74,7 @@ def _split_factors(site: Site, factors: Sequence[Factor]) -> list[PrimExpr]:
         inferred = (
             op.const(-(-extent.value // product.value), extent.dtype)
             if isinstance(extent, IntImm) and isinstance(product, IntImm)
-            else op.floordiv(extent + product - 1, product)
+            else op.floordiv(op.add(extent, _minus_one(product)), product)
         )
         known[known.index(None)] = inferred
         return known  # type: ignore[return-value]
