@@ -251,9 +251,16 @@ class Rewriter(DivModRules):
             return node
         lo, hi = self.diff_bounds(a, b)
         verdict = _decide(type(e), lo, hi)
-        if verdict is None:
-            return node
-        return _true(dt) if verdict else _false(dt)
+        if verdict is not None:
+            return _true(dt) if verdict else _false(dt)
+        balanced = _rebalance(node)
+        if isinstance(balanced, CmpOp) and balanced is not node:
+            key = expr_key(balanced)
+            if key in facts:
+                return _true(dt)
+            if _negated_key(balanced) in facts:
+                return _false(dt)
+        return balanced
 
     _EQ = _NE = _LT = _LE = _GT = _GE = _compare
 
@@ -317,6 +324,41 @@ class Rewriter(DivModRules):
         if e.var not in collect_vars(body):
             return body
         return Let(e.var, value, body)
+
+
+def _rebalance(node: CmpOp) -> PrimExpr:
+    """Cancel terms and constants present on both sides; divide out a common factor.
+
+    ``x + 1 < y + 1`` becomes ``x < y`` and ``i * 4 + j * 4 < 100`` becomes ``i + j < 25``;
+    a comparison with nothing to cancel is returned as it is.
+    """
+    fa, fb = to_form(node.a), to_form(node.b)
+    common = [k for k, _, _ in fa.items() if k in fb.terms and fb.terms[k][1] != 0]
+    changed = bool(common) or (fa.const != 0 and fb.const != 0)
+    for key in common:
+        net = fa.terms[key][1] - fb.terms[key][1]
+        on_left = net == 0 or (net > 0) == (fa.terms[key][1] > 0)
+        fa.terms[key][1] = net if on_left else 0
+        fb.terms[key][1] = 0 if on_left else -net
+    if changed:
+        net = fa.const - fb.const
+        fa.const, fb.const = max(net, 0), max(-net, 0)
+    cls = type(node)
+    if fb.is_const and not fa.is_const and cls is not And and cls is not Or:
+        g = 0
+        for _, _, coef in fa.items():
+            g = math.gcd(g, coef)
+        if g > 1 and fa.const == 0:
+            k = fb.const
+            if cls in (EQ, NE) and k % g != 0:
+                return IntImm(int(cls is NE), node.dtype)
+            # g * L < k  <=>  L < ceil(k / g); the other orders follow the same way.
+            k = -(-k // g) if cls in (LT, GE) else k // g
+            fa, fb = fa.scaled_down(g), LinearForm(fb.dtype, k)
+            changed = True
+    if not changed:
+        return node
+    return cls(build(fa), build(fb))
 
 
 def _decide(cls: type, lo: int, hi: int) -> bool | None:
