@@ -291,6 +291,7 @@ def test_lazy_submodules_and_unknown_names():
     import tilewright.arith as arith
 
     assert arith.region.__name__ == "tilewright.arith.region"
+    assert arith.iter_map_simplify is arith.iter_map.iter_map_simplify
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         _ = arith.no_such_name
 

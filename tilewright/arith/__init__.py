@@ -17,8 +17,17 @@ _LAZY_MODULES = ("region", "iter_map")
 
 
 def __getattr__(name: str) -> Any:
+    """The lazy modules themselves, or a public name defined in one of them."""
     if name in _LAZY_MODULES:
         return importlib.import_module(f"tilewright.arith.{name}")
+    if not name.startswith("_"):
+        for module_name in _LAZY_MODULES:
+            try:
+                module = importlib.import_module(f"tilewright.arith.{module_name}")
+            except ModuleNotFoundError:
+                continue
+            if hasattr(module, name):
+                return getattr(module, name)
     raise AttributeError(f"module 'tilewright.arith' has no attribute {name!r}")
 
 
