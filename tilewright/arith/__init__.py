@@ -26,8 +26,10 @@ def __getattr__(name: str) -> Any:
                 module = importlib.import_module(f"tilewright.arith.{module_name}")
             except ModuleNotFoundError:
                 continue
-            if hasattr(module, name):
-                return getattr(module, name)
+            value = getattr(module, name, None)
+            # Only what the module defines, not what it imports.
+            if getattr(value, "__module__", None) == module.__name__:
+                return value
     raise AttributeError(f"module 'tilewright.arith' has no attribute {name!r}")
 
 
