@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
+from typing import TYPE_CHECKING, TypeVar
+
+T = TypeVar("T")
 
 
 class Node:
@@ -74,5 +77,15 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
-# The one dataclass idiom for IR nodes: immutable, slotted, identity equality, printer repr.
-node = dataclasses.dataclass(frozen=True, slots=True, eq=False, repr=False)
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:
+
+    def dataclass_transform(**_: object) -> Callable[[T], T]:
+        return lambda decorated: decorated
+
+
+@dataclass_transform(frozen_default=True, eq_default=False)
+def node(cls: type[T]) -> type[T]:
+    """The one dataclass idiom for IR nodes: immutable, slotted, identity equality, printer repr."""
+    return dataclasses.dataclass(frozen=True, slots=True, eq=False, repr=False)(cls)
