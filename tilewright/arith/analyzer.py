@@ -217,7 +217,7 @@ class Analyzer:
 
         Example::
 
-            >>> ana.const_int_bound(i // 8)   # ConstIntBound(min_value=0, max_value=1)
+            >>> ana.const_int_bound(i // 8)   # i in [0, 16): ConstIntBound(0, 1)
         """
         e = _as_expr(expr, "const_int_bound")
         lo, hi = self._diff_bound(e)
@@ -260,7 +260,7 @@ class Analyzer:
 
         Example::
 
-            >>> ana.int_set(i * 4 + j, {i: Range.from_min_extent(0, n)})   # [j, n * 4 - 4 + j]
+            >>> ana.int_set(i * 4 + j, {i: Range.from_min_extent(0, n)})   # [j, n * 4 + j - 4]
         """
         if dom_map is None:
             dom_map = dict(self._ranges)
