@@ -128,3 +128,11 @@ def test_tvm_spellings():
     ana.bind(i, R(0, 8))
     assert ana.canonical_simplify(i // 8).value == 0
     assert ana.rewrite_simplify(i % 8) is i
+
+
+def test_linear_constraints_refine_after_simplification():
+    ana = Analyzer()
+    with ana.constraint_scope(op.lt(i + 1, c(10))):
+        assert ana.const_int_bound(i).max_value == 8
+    with ana.constraint_scope(op.ge(i * 4, c(18))):
+        assert ana.const_int_bound(i).min_value == 5
