@@ -108,7 +108,7 @@ class BufferRegion(Node):
                 stop = buffer.shape[dim] if item.stop is None else convert(item.stop)
                 ranges.append(Range(start, _extent(start, stop)))
             else:
-                index = convert(item)
+                index = convert(item)  # type: ignore[arg-type]
                 ranges.append(Range(index, IntImm(1, index.dtype)))
         return BufferRegion(buffer, tuple(ranges))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from tilewright.ir.dtype import DataType, bool_, handle
 from tilewright.ir.node import Node, node
@@ -10,7 +10,7 @@ from tilewright.ir.node import Node, node
 if TYPE_CHECKING:
     from tilewright.ir.buffer import Buffer
 
-Operand = "PrimExpr | int | float | bool"
+Operand: TypeAlias = "PrimExpr | int | float | bool"
 
 
 class PrimExpr(Node):
@@ -21,7 +21,12 @@ class PrimExpr(Node):
     """
 
     __slots__ = ()
-    dtype: DataType  # a field or a property of each concrete node
+
+    if TYPE_CHECKING:
+
+        @property
+        def dtype(self) -> DataType:  # a field or a property of each concrete node
+            ...
 
     def __add__(self, other: Operand) -> PrimExpr:
         return _op.add(self, other)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
-from functools import cache
 from typing import TYPE_CHECKING, TypeVar
 
 T = TypeVar("T")
@@ -72,9 +71,14 @@ def _nodes_in(value: object) -> Iterator[Node]:
             yield from _nodes_in(item)
 
 
-@cache
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
 
 
 if TYPE_CHECKING:
