@@ -596,7 +596,7 @@ class CLikePrinter:
         lane = Var("lane", int32)
         name = self.define(lane)
         self.nonneg.add(lane)
-        self.emit(f"for (int32_t {name} = 0; {name} < {lanes}; ++{name}) {{")
+        self.emit(f"for ({self.value_type(int32)} {name} = 0; {name} < {lanes}; ++{name}) {{")
         self.indent += 1
         self.emit(body(lane))
         self.indent -= 1

@@ -1,0 +1,175 @@
+"""Lowered IRModule → CUDA C: one ``extern "C" __global__`` function per device kernel.
+
+The output reads like hand-written CUDA: ``__launch_bounds__`` from the block size,
+``__restrict__`` pointers, ``__shared__`` arrays, ``__syncthreads()``, ``float4`` vector
+accesses, and half / bfloat16 through ``cuda_fp16.h`` / ``cuda_bf16.h``. Dynamic shared
+memory (scope ``shared.dyn``) is one ``extern __shared__`` byte array; each such allocation
+takes the next 16-byte aligned offset in it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+from tilewright.codegen.c_like import Expr
+from tilewright.codegen.device_printer import (
+    DevicePrinter,
+    DeviceSource,
+    device_functions,
+    thread_extents,
+)
+from tilewright.ir import DataType, FloatImm, IRModule, PrimFunc, Var
+
+_INT_TYPES = {
+    "bool": "bool",
+    "int8": "signed char",
+    "int16": "short",
+    "int32": "int",
+    "int64": "long long",
+    "uint8": "unsigned char",
+    "uint16": "unsigned short",
+    "uint32": "unsigned int",
+    "uint64": "unsigned long long",
+}
+_COMPONENTS = "xyzw"
+# Vectors of half values without a CUDA vector type: copied as raw bits, never computed on.
+_RAW_VECTORS = {("float16", 4), ("float16", 8), ("bfloat16", 4), ("bfloat16", 8)}
+
+
+class CUDAPrinter(DevicePrinter):
+    """The CUDA C printer."""
+
+    target_name = "cuda"
+    restrict = "__restrict__"
+    helper_qualifier = "static __device__ __forceinline__"
+    value_types: ClassVar[dict[str, str]] = {
+        **_INT_TYPES,
+        "float16": "half",
+        "bfloat16": "nv_bfloat16",
+        "float32": "float",
+        "float64": "double",
+        "handle": "void*",
+    }
+    thread_index: ClassVar[dict[str, str]] = {
+        f"{kind}.{axis}": f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for axis in "xyz"
+    }
+    barrier = "__syncthreads()"
+    scope_qualifiers: ClassVar[dict[str, str]] = {
+        "shared": "__shared__",
+        "shared.dyn": "",
+        "local": "",
+    }
+    vector_types: ClassVar[dict[tuple[str, int], str]] = {
+        ("float32", 2): "float2",
+        ("float32", 4): "float4",
+        ("int32", 2): "int2",
+        ("int32", 4): "int4",
+        ("uint32", 2): "uint2",
+        ("uint32", 4): "uint4",
+        ("float16", 2): "half2",
+        ("float16", 4): "uint2",  # copied as raw bits: CUDA has no half4
+        ("float16", 8): "uint4",
+        ("bfloat16", 2): "nv_bfloat162",
+        ("bfloat16", 4): "uint2",
+        ("bfloat16", 8): "uint4",
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dyn_offset = 0
+
+    def expr_FloatImm(self, e: FloatImm) -> Expr:
+        # CUDA's device code has no INFINITY / NAN macros without math headers.
+        if math.isinf(e.value) or math.isnan(e.value):
+            bits = "0x7fc00000" if math.isnan(e.value) else "0x7f800000"
+            text = f"__int_as_float({bits})"
+            if math.isinf(e.value) and e.value < 0:
+                text = "-" + text
+            if e.dtype.bits == 64:
+                text = f"(double){text}"
+            return Expr(text)
+        return super().expr_FloatImm(e)
+
+    def vector_arithmetic(self, dtype: DataType, lanes: int) -> bool:
+        return (str(dtype.element), lanes) not in _RAW_VECTORS
+
+    def vector_operator_used(self, vtype: str, lanes: int, symbol: str) -> None:
+        if vtype in ("half2", "nv_bfloat162"):
+            return  # cuda_fp16.h / cuda_bf16.h define these operators
+        # CUDA's vector types have no operators: define the one used, element-wise.
+        fields = ", ".join(f"a.{c} {symbol} b.{c}" for c in _COMPONENTS[:lanes])
+        self.helper(
+            f"{vtype} operator{symbol}",
+            f"static __device__ __forceinline__ {vtype} operator{symbol}({vtype} a, {vtype} b) "
+            f"{{ return make_{vtype}({fields}); }}\n",
+        )
+
+    def vector_load(self, pointer: str, vtype: str, data: Var, lanes: int) -> str:
+        return f"*({vtype}*)({pointer})"
+
+    def vector_store(self, pointer: str, value: str, vtype: str, data: Var, lanes: int) -> str:
+        return f"*({vtype}*)({pointer}) = {value};"
+
+    def broadcast(self, scalar: str, vtype: str, lanes: int) -> str:
+        if vtype == "half2":
+            return f"__half2half2({scalar})"
+        if vtype == "nv_bfloat162":
+            return f"__bfloat162bfloat162({scalar})"
+        return f"make_{vtype}({', '.join([scalar] * lanes)})"
+
+    def declare_array(self, scope: str, ctype: str, name: str, count: int, buf: object) -> str:
+        if scope != "shared.dyn":
+            return super().declare_array(scope, ctype, name, count, buf)
+        offset = self.dyn_offset
+        size = count * buf.dtype.bytes  # type: ignore[attr-defined]
+        self.dyn_offset = offset + (size + 15) // 16 * 16
+        if not any(line.startswith("extern __shared__") for line in self.hoisted):
+            self.hoisted.insert(0, "extern __shared__ __align__(16) unsigned char tw_dyn_shared[];")
+        place = "tw_dyn_shared" if offset == 0 else f"(tw_dyn_shared + {offset})"
+        return f"{ctype}* {name} = ({ctype}*){place};"
+
+    def kernel_head(
+        self, name: str, func: PrimFunc, params: list[tuple[Var, str, str | None]]
+    ) -> str:
+        texts = [
+            self.scalar_param(var, cname) if ctype is None else f"{ctype}* {self.restrict} {cname}"
+            for var, cname, ctype in params
+        ]
+        extents = thread_extents(func)
+        threads = math.prod(v for k, v in extents.items() if k.startswith("threadIdx"))
+        bounds = f"__launch_bounds__({threads}) " if threads > 1 else ""
+        return f'extern "C" __global__ void {bounds}{name}({", ".join(texts)}) {{'
+
+
+def generate_cuda(mod: IRModule) -> DeviceSource:
+    """CUDA C for the device kernels of a lowered module (host functions are skipped).
+
+    Arguments:
+        mod: a module lowered for cuda: device PrimFuncs carry ``tir.is_kernel``.
+
+    Example::
+
+        >>> print(generate_cuda(lowered).text)
+        extern "C" __global__ void __launch_bounds__(128) main_kernel(float* __restrict__ A, ...
+    """
+    pieces, helpers, uses, kernels = [], {}, set(), {}
+    for name, func in device_functions(mod, "cuda"):
+        printer = CUDAPrinter()
+        pieces.append(printer.kernel(name, func))
+        for key, text in printer.helpers.items():
+            helpers.setdefault(key, text)
+        uses |= printer.uses
+        kernels[name] = func
+    lines = ["// Generated by tilewright for the cuda target."]
+    if "float16" in uses:
+        lines.append("#include <cuda_fp16.h>")
+    if "bfloat16" in uses:
+        lines.append("#include <cuda_bf16.h>")
+    text = "\n".join(lines) + "\n\n" + "".join(h + "\n" for h in helpers.values())
+    return DeviceSource(text + "\n\n".join(pieces) + "\n", "cuda", kernels)
+
+
+def codegen_cuda(mod: IRModule) -> str:
+    """The CUDA source of a lowered module. Example: ``print(codegen_cuda(lowered))``."""
+    return generate_cuda(mod).text

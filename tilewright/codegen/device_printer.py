@@ -1,0 +1,294 @@
+"""Lowered device PrimFunc → kernel text: what CUDA, OpenCL and Metal printers share.
+
+A device function (attribute ``tir.is_kernel``) keeps its thread-bound loops as
+``For(kind=THREAD_BINDING)``; the printer emits no loop for them, only a variable bound to
+the thread index. ``Evaluate(Call("tw.sync_threads"))`` is the block-wide barrier. Shared
+allocations are declared once at the top of the kernel (OpenCL and Metal require it).
+A store whose index is ``Ramp(base, 1, lanes)`` with a vector type for the buffer's dtype
+becomes one vector load/store; other vector statements fall back to a loop over lanes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+from tilewright.codegen.c_like import PREC_UNARY, CLikePrinter, CodegenError, Expr
+from tilewright.ir import (
+    Add,
+    Broadcast,
+    BufferLoad,
+    Call,
+    DataType,
+    Div,
+    FloatImm,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    PrimFunc,
+    Ramp,
+    Sub,
+    Var,
+)
+from tilewright.ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind
+
+# The barrier intrinsic the GPU lowering emits (and TVM's spelling of it).
+SYNC_THREADS = ("tw.sync_threads", "tvm_storage_sync", "tir.tvm_storage_sync")
+THREAD_TAGS = tuple(f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for axis in "xyz")
+_VECTOR_OPS = {Add: "+", Sub: "-", Mul: "*", Div: "/"}
+
+
+def thread_extents(func: PrimFunc) -> dict[str, int]:
+    """The launch extents a device function declares in its ``thread_extent`` attribute.
+
+    Example::
+
+        >>> thread_extents(kernel)
+        {'blockIdx.x': 8, 'threadIdx.x': 128}
+    """
+    raw = func.attr("thread_extent", ()) or ()
+    items = raw.items() if isinstance(raw, dict) else raw
+    return {str(k): int(v) for k, v in items}  # type: ignore[call-overload]
+
+
+class DevicePrinter(CLikePrinter):
+    """A C-like printer for one GPU kernel; language subclasses fill the tables."""
+
+    # thread tag → the expression giving that index in the language
+    thread_index: ClassVar[dict[str, str]] = {}
+    barrier = ""
+    # storage scope → the declaration qualifier of an allocation in that scope
+    scope_qualifiers: ClassVar[dict[str, str]] = {"shared": "", "shared.dyn": "", "local": ""}
+    # (element dtype, lanes) → the vector type with arithmetic operators
+    vector_types: ClassVar[dict[tuple[str, int], str]] = {}
+    unroll_pragma = "#pragma unroll"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hoisted: list[str] = []
+        self.uses: set[str] = set()  # features the prelude must provide (half, bfloat16, ...)
+
+    # ---- types -----------------------------------------------------------------------------
+
+    def value_type(self, dtype: DataType) -> str:
+        if dtype.is_float and dtype.bits == 16:
+            self.uses.add(str(dtype.element))
+        return super().value_type(dtype)
+
+    def vector_type(self, dtype: DataType, lanes: int) -> str | None:
+        return self.vector_types.get((str(dtype.element), lanes))
+
+    def expr_FloatImm(self, e: FloatImm) -> Expr:
+        out = super().expr_FloatImm(e)
+        if e.dtype.bits != 16:
+            return out
+        # A half-precision constant is cast so that C++ overloads see one type.
+        return Expr(f"({self.value_type(e.dtype)}){out.text}", PREC_UNARY)
+
+    def min_max(self, e: Min | Max) -> Expr:
+        if e.dtype.is_float and e.dtype.bits == 16:
+            return super().min_max(e)
+        # The GPU languages overload min and max for every other scalar type.
+        kind = "min" if isinstance(e, Min) else "max"
+        return Expr(f"{kind}({self.expr_text(e.a)}, {self.expr_text(e.b)})")
+
+    # ---- intrinsics ------------------------------------------------------------------------
+
+    def expr_Call(self, e: Call) -> Expr:
+        if e.op in SYNC_THREADS:
+            return Expr(self.barrier)
+        if e.op == "tw.launch_kernel":
+            raise CodegenError(f"{self.func_name}: tw.launch_kernel belongs to the host function")
+        return super().expr_Call(e)
+
+    def stmt_Evaluate(self, s: Evaluate) -> None:
+        if isinstance(s.value, Call) and s.value.op in SYNC_THREADS:
+            self.emit(f"{self.barrier};")
+            return
+        super().stmt_Evaluate(s)
+
+    # ---- loops and threads -------------------------------------------------------------------
+
+    def stmt_For(self, s: For) -> None:
+        if s.kind is ForKind.THREAD_BINDING:
+            self.bind_thread(s)
+            return
+        if s.kind is ForKind.UNROLLED and isinstance(s.extent, IntImm):
+            self.emit(self.unroll_pragma)
+        super().stmt_For(s)
+
+    def bind_thread(self, s: For) -> None:
+        tag = s.thread_tag
+        if tag not in self.thread_index:
+            raise CodegenError(
+                f"{self.func_name}: loop {s.loop_var.name} is bound to {tag!r}; the "
+                f"{self.target_name} target knows {', '.join(self.thread_index)}"
+            )
+        ctype = self.value_type(s.loop_var.dtype)
+        index = f"({ctype}){self.thread_index[tag]}"
+        if not (isinstance(s.min, IntImm) and s.min.value == 0):
+            index = f"{index} + {self.operand(s.min, 12, right=True)}"
+        if self.is_nonneg(s.min):
+            self.nonneg.add(s.loop_var)
+        name = self.define(s.loop_var)
+        self.emit(f"{ctype} {name} = {index};")
+        self.stmt(s.body)
+
+    # ---- allocation --------------------------------------------------------------------------
+
+    def constant_size(self, s: Allocate) -> int:
+        count = 1
+        for dim in s.buffer.shape:
+            if not isinstance(dim, IntImm):
+                raise CodegenError(
+                    f"{self.func_name}: {s.buffer.scope} buffer {s.buffer.name} has symbolic "
+                    f"size {dim}; the {self.target_name} target needs a constant size"
+                )
+            count *= dim.value
+        return max(count, 1)
+
+    def stmt_Allocate(self, s: Allocate) -> None:
+        buf = s.buffer
+        if buf.scope not in self.scope_qualifiers:
+            raise CodegenError(
+                f"{self.func_name}: buffer {buf.name} is allocated in scope {buf.scope!r}; a "
+                f"{self.target_name} kernel allocates only in "
+                f"{', '.join(repr(k) for k in self.scope_qualifiers)}"
+            )
+        count = self.constant_size(s)
+        name = self.define(buf.data, buf.name)
+        line = self.declare_array(buf.scope, self.storage_type(buf.dtype), name, count, buf)
+        if buf.scope.startswith("shared"):
+            self.hoisted.append(line)
+        else:
+            self.emit(line)
+        self.stmt(s.body)
+
+    def declare_array(self, scope: str, ctype: str, name: str, count: int, buf: object) -> str:
+        qualifier = self.scope_qualifiers[scope]
+        return f"{qualifier + ' ' if qualifier else ''}{ctype} {name}[{count}];"
+
+    # ---- vector accesses ---------------------------------------------------------------------
+
+    def stmt_BufferStore(self, s: BufferStore) -> None:
+        index = s.indices[0] if len(s.indices) == 1 else None
+        if isinstance(index, Ramp) and self.is_unit(index.stride):
+            value = self.vector_value(s.value, index.lanes)
+            vtype = self.vector_type(s.buffer.dtype, index.lanes)
+            if value is not None and vtype is not None:
+                pointer = self.pointer(s.buffer.data, index.base)
+                self.emit(self.vector_store(pointer, value, vtype, s.buffer.data, index.lanes))
+                return
+        super().stmt_BufferStore(s)
+
+    @staticmethod
+    def is_unit(e: PrimExpr) -> bool:
+        return isinstance(e, IntImm) and e.value == 1
+
+    def pointer(self, data: Var, base: PrimExpr) -> str:
+        """``data + base`` as text (``data`` alone when ``base`` is zero)."""
+        if isinstance(base, IntImm) and base.value == 0:
+            return self.name_of(data)
+        return f"{self.name_of(data)} + {self.operand(base, 12, right=True)}"
+
+    def vector_value(self, e: PrimExpr, lanes: int) -> str | None:
+        """``e`` (of ``lanes`` lanes) as one vector expression, or None if it has none."""
+        if e.dtype.lanes != lanes or self.vector_type(e.dtype, lanes) is None:
+            return None
+        if isinstance(e, BufferLoad) and len(e.indices) == 1:
+            index = e.indices[0]
+            data = e.buffer.data
+            if not isinstance(index, Ramp) or not self.is_unit(index.stride):
+                return None
+            if data in self.value_arrays or data not in self.names:
+                return None
+            vtype = self.vector_type(e.dtype, lanes)
+            return self.vector_load(self.pointer(data, index.base), vtype or "", data, lanes)
+        if isinstance(e, Broadcast):
+            scalar = self.expr_text(e.value)
+            return self.broadcast(scalar, self.vector_type(e.dtype, lanes) or "", lanes)
+        if type(e) in _VECTOR_OPS and self.vector_arithmetic(e.dtype, lanes):
+            a = self.vector_value(e.a, lanes)  # type: ignore[attr-defined]
+            b = self.vector_value(e.b, lanes)  # type: ignore[attr-defined]
+            if a is None or b is None:
+                return None
+            symbol = _VECTOR_OPS[type(e)]
+            self.vector_operator_used(self.vector_type(e.dtype, lanes) or "", lanes, symbol)
+            return f"({a} {symbol} {b})"
+        return None
+
+    def vector_arithmetic(self, dtype: DataType, lanes: int) -> bool:
+        """Whether the language has operators on this vector type."""
+        return True
+
+    def vector_operator_used(self, vtype: str, lanes: int, symbol: str) -> None:
+        """Called when an operator on ``vtype`` is printed (CUDA defines them on demand)."""
+
+    def vector_load(self, pointer: str, vtype: str, data: Var, lanes: int) -> str:
+        raise NotImplementedError
+
+    def vector_store(self, pointer: str, value: str, vtype: str, data: Var, lanes: int) -> str:
+        raise NotImplementedError
+
+    def broadcast(self, scalar: str, vtype: str, lanes: int) -> str:
+        raise NotImplementedError
+
+    # ---- the kernel --------------------------------------------------------------------------
+
+    def kernel(self, name: str, func: PrimFunc) -> str:
+        """The text of one device function named ``name``."""
+        self.func_name = name
+        params: list[tuple[Var, str, str | None]] = []  # (var, C name, element type or None)
+        for var in func.params:
+            buf = func.buffer_of(var)
+            if buf is None:
+                params.append((var, self.define(var), None))
+                continue
+            if var is not buf.data:
+                self.names[var] = self.define(buf.data, buf.name)
+            else:
+                self.define(buf.data, buf.name)
+            params.append((buf.data, self.names[buf.data], self.storage_type(buf.dtype)))
+        self.indent = 1
+        self.stmt(func.body)
+        head = self.kernel_head(name, func, params)
+        hoisted = ["  " + line for line in self.hoisted]
+        return "\n".join([head, *hoisted, *self.lines, "}"])
+
+    def kernel_head(
+        self, name: str, func: PrimFunc, params: list[tuple[Var, str, str | None]]
+    ) -> str:
+        raise NotImplementedError
+
+    def scalar_param(self, var: Var, cname: str) -> str:
+        return f"{self.value_type(var.dtype)} {cname}"
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceSource:
+    """Generated device code: the text, its language, and each kernel's function by name."""
+
+    text: str
+    language: str
+    kernels: dict[str, PrimFunc]
+
+
+def device_functions(mod: object, kind: str) -> list[tuple[str, PrimFunc]]:
+    """The kernels of a lowered module for target kind ``kind``, in module order.
+
+    Example::
+
+        >>> [name for name, _ in device_functions(lowered, "cuda")]
+        ['main_kernel']
+    """
+    out = []
+    for name, func in mod.items():  # type: ignore[attr-defined]
+        if not func.attr("tir.is_kernel", False):
+            continue
+        declared = func.attr("target_kind", kind)
+        if declared != kind:
+            raise CodegenError(f"kernel {name} was lowered for {declared}, not {kind}")
+        out.append((str(func.attr("global_symbol", name)), func))
+    return out
