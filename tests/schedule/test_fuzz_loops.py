@@ -12,6 +12,7 @@ import pytest
 from block_interpreter import run
 from schedule_corpus import CORPUS, Program
 
+import tilewright as tw
 from tilewright import config
 from tilewright.ir import IntImm, assert_structural_equal
 from tilewright.schedule import Schedule, ScheduleError, Trace
@@ -91,6 +92,8 @@ def test_random_schedule_matches_numpy(case: int) -> None:
     replayed = Schedule(program.func)
     sch.trace.apply_to_schedule(replayed)
     assert_structural_equal(replayed.mod, sch.mod)
+    if case % 5 == 0:
+        assert_structural_equal(tw.script.from_source(sch.mod.script()), sch.mod)
     if case % 4 == 0:
         from_json = Schedule(program.func)
         Trace.from_json(json.dumps(sch.trace.as_json())).apply_to_schedule(from_json)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tilewright.arith.iter_map import iter_map_simplify
+from tilewright.ir import expr as ex
+from tilewright.ir import op
 from tilewright.ir.expr import PrimExpr, Range, Var
-from tilewright.ir.functor import collect_vars, substitute
+from tilewright.ir.functor import Mutator, collect_vars, substitute
 from tilewright.ir.stmt import Block, BlockRealize, For, Stmt
 from tilewright.schedule.tree import children, with_child
 
@@ -28,9 +30,53 @@ def rewrite_loops(
         outer: the ranges of the loops around ``body`` up to its enclosing block.
         drop_unit_iters: replace loops of extent 1 by their start in the bindings.
     """
-    new = substitute(body, mapping)
+    new = _Refold().visit(substitute(body, mapping))
     changed = {v for e in mapping.values() for v in collect_vars(e)}
     return _simplify(new, dict(outer), changed, drop_unit_iters)  # type: ignore[arg-type]
+
+
+_FOLD = {
+    ex.Add: op.add,
+    ex.Sub: op.sub,
+    ex.Mul: op.mul,
+    ex.FloorDiv: op.floordiv,
+    ex.FloorMod: op.floormod,
+    ex.Div: op.truncdiv,
+    ex.Mod: op.truncmod,
+    ex.Min: op.min_value,
+    ex.Max: op.max_value,
+    ex.EQ: op.eq,
+    ex.NE: op.ne,
+    ex.LT: op.lt,
+    ex.LE: op.le,
+    ex.GT: op.gt,
+    ex.GE: op.ge,
+    ex.And: op.logical_and,
+    ex.Or: op.logical_or,
+}
+
+
+class _Refold(Mutator):
+    """Rebuilds operations on constants the way the expression constructors (and so the
+    parser) would: substituting ``0`` for a unit loop leaves ``0 * 6``, which they fold."""
+
+    def visit_BinaryOp(self, node: ex.BinaryOp) -> ex.PrimExpr:
+        new = self.generic_visit(node)
+        constants = (ex.IntImm, ex.FloatImm)
+        if isinstance(new.a, constants) and isinstance(new.b, constants):  # type: ignore[attr-defined]
+            return _FOLD[type(new)](new.a, new.b)  # type: ignore[attr-defined]
+        return new  # type: ignore[return-value]
+
+    def visit_CmpOp(self, node: ex.CmpOp) -> ex.PrimExpr:
+        new = self.generic_visit(node)
+        a, b = new.a, new.b  # type: ignore[attr-defined]
+        if isinstance(new, ex.And | ex.Or) and (
+            isinstance(a, ex.IntImm) or isinstance(b, ex.IntImm)
+        ):
+            return _FOLD[type(new)](a, b)
+        if isinstance(a, ex.IntImm | ex.FloatImm) and isinstance(b, ex.IntImm | ex.FloatImm):
+            return _FOLD[type(new)](a, b)
+        return new  # type: ignore[return-value]
 
 
 def _simplify(stmt: Stmt, dom: dict[Var, Range], changed: set[Var], drop: bool) -> Stmt:
