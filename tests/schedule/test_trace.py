@@ -9,6 +9,7 @@ import json
 import pytest
 from schedule_checks import check_replay, check_schedule
 
+from tilewright.ir import assert_structural_equal
 from tilewright.schedule import Instruction, Trace
 from tilewright.script import tir as T
 from tilewright.tir import Schedule, ScheduleError
@@ -176,3 +177,17 @@ def test_trace_of_a_copy_continues_independently() -> None:
     copy.split(i, [None, 2])
     assert len(copy.trace) == 3 and len(sch.trace) == 2
     check_replay(copy, vector_add)
+
+
+def test_simplified_drops_unused_queries_and_still_replays() -> None:
+    sch = Schedule(matmul)
+    sch.get_block("C")  # unused
+    block = sch.get_block("C")
+    sch.get_loops(block)  # unused
+    i, _, _ = sch.get_loops(block)
+    sch.split(i, [None, 4])
+    simple = sch.trace.simplified()
+    assert [inst.kind for inst in simple] == ["get_block", "get_loops", "split"]
+    replayed = Schedule(matmul)
+    simple.apply_to_schedule(replayed)
+    assert_structural_equal(replayed.mod, sch.mod)

@@ -48,6 +48,24 @@ class Trace:
         insts[index] = Instruction(old.kind, old.inputs, old.attrs, old.outputs, decision)
         return Trace(insts)
 
+    def simplified(self, remove_postproc: bool = False) -> Trace:
+        """This trace without queries (``get_block``, ``get_loops``, ...) whose outputs no
+        later instruction uses.
+
+        Example::
+
+            >>> len(sch.trace.simplified()) <= len(sch.trace)
+            True
+        """
+        used: set[Ref] = set()
+        kept: list[Instruction] = []
+        for inst in reversed(self.insts):
+            if inst.spec.pure and not any(ref in used for ref in inst.outputs):
+                continue
+            kept.append(inst)
+            used.update(_refs_in(inst.inputs))
+        return Trace(reversed(kept))
+
     def names(self) -> dict[Ref, str]:
         """Printable names of the references the trace creates: ``b0``, ``l1``, ..."""
         table: dict[Ref, str] = {}
@@ -147,6 +165,14 @@ class Trace:
     @staticmethod
     def apply_json_to_schedule(data: list[Any] | str, sch: Schedule) -> None:
         Trace.from_json(data).apply_to_schedule(sch)
+
+
+def _refs_in(value: object) -> list[Ref]:
+    if isinstance(value, BlockRV | LoopRV | ExprRV):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [r for v in value for r in _refs_in(v)]
+    return []
 
 
 def _substitute(value: object, mapping: dict[Ref, Ref]) -> object:
