@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tilewright.arith import Analyzer, eval_set
 from tilewright.ir import op
-from tilewright.ir.dtype import bool_, int32
+from tilewright.ir.dtype import bool_, int32, int64
 from tilewright.ir.expr import (
     EQ,
     GE,
@@ -25,6 +25,7 @@ from tilewright.ir.expr import (
     FloorDiv,
     FloorMod,
     IntImm,
+    Let,
     Max,
     Min,
     Mod,
@@ -39,6 +40,7 @@ from tilewright.ir.expr import (
 )
 
 VARS = (Var("x", int32), Var("y", int32), Var("z", int32))
+LET_VAR = Var("w", int32)  # bound by Let nodes only; nested lets shadow it
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -50,9 +52,11 @@ def evaluate(e: PrimExpr, env: dict[Var, int]) -> int:
         return e.value
     if isinstance(e, Cast):
         v = evaluate(e.value, env)
-        return int(bool(v)) if e.dtype.is_bool else v
+        return int(bool(v)) if e.dtype.is_bool else v  # values stay far from overflow
     if isinstance(e, Not):
         return int(not evaluate(e.a, env))
+    if isinstance(e, Let):
+        return evaluate(e.body, {**env, e.var: evaluate(e.value, env)})
     if isinstance(e, Select):
         c = evaluate(e.condition, env)
         return evaluate(e.true_value if c else e.false_value, env)
@@ -97,7 +101,8 @@ def _divisor(draw) -> PrimExpr:
 def int_exprs(draw, depth: int = 4) -> PrimExpr:
     if depth == 0 or draw(st.integers(0, 5)) == 0:
         return draw(st.sampled_from(VARS)) if draw(st.booleans()) else _const(draw)
-    kind = draw(st.sampled_from(["add", "sub", "mul", "div", "mod", "minmax", "select", "lin"]))
+    kinds = ["add", "sub", "mul", "div", "mod", "minmax", "select", "lin", "cast", "let"]
+    kind = draw(st.sampled_from(kinds))
     sub = int_exprs(depth - 1)
     if kind == "add":
         return Add(draw(sub), draw(sub))
@@ -119,6 +124,10 @@ def int_exprs(draw, depth: int = 4) -> PrimExpr:
         return cls(draw(sub), _divisor(draw))
     if kind == "minmax":
         return draw(st.sampled_from([Min, Max]))(draw(sub), draw(sub))
+    if kind == "cast":
+        return Cast(int32, Cast(int64, draw(sub)) * IntImm(draw(st.integers(-3, 3)), int64))
+    if kind == "let":
+        return Let(LET_VAR, draw(sub), Add(Mul(LET_VAR, _const(draw)), draw(sub)))
     return Select(draw(bool_exprs(depth - 1)), draw(sub), draw(sub))
 
 
