@@ -55,11 +55,17 @@ def _step(sch: Schedule, program: Program, rng: random.Random) -> None:
         kind = rng.choice(("parallel", "vectorize", "unroll", "bind", "add_unit_loop"))
         if kind == "bind":
             sch.bind(loop, rng.choice(THREAD_TAGS))
+        elif kind == "add_unit_loop" and rng.random() < 0.5:
+            sch.add_unit_loop(block)
         else:
             getattr(sch, kind)(loop)
     else:
         target = block if rng.random() < 0.5 else loop
-        sch.annotate(target, rng.choice(("pragma_a", "pragma_b")), rng.randint(0, 4))
+        key = rng.choice(("pragma_a", "pragma_b"))
+        if rng.random() < 0.3:
+            sch.unannotate(target, key)  # refused unless set before
+        else:
+            sch.annotate(target, key, rng.randint(0, 4))
 
 
 def _apply_random(sch: Schedule, program: Program, rng: random.Random) -> int:
@@ -83,6 +89,11 @@ def test_random_schedule_matches_numpy(case: int) -> None:
     program = CORPUS[case % len(CORPUS)]
     sch = Schedule(program.func)
     _apply_random(sch, program, rng)
+    if rng.random() < 0.25:
+        # A copy diverges without touching the original.
+        before, trace = sch.mod, str(sch.trace)
+        _apply_random(sch.copy(), program, rng)
+        assert sch.mod is before and str(sch.trace) == trace
 
     inputs = program.inputs(np.random.default_rng(case))
     outputs = run(sch.mod["main"], *inputs)
