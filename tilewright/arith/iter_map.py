@@ -81,6 +81,12 @@ def _int(x: Extent) -> int | None:
     return x.value if isinstance(x, IntImm) else None
 
 
+def _as_extent(x: PrimExpr) -> Extent:
+    """A constant as a Python int, anything else as itself."""
+    value = _int(x)
+    return x if value is None else value
+
+
 def _mul_extent(a: Extent, b: Extent) -> Extent:
     ia, ib = _int(a), _int(b)
     if ia is not None and ib is not None:
@@ -149,8 +155,7 @@ class _Normalizer:
         rng = self.dom.get(var)
         if rng is None:
             return IterSum((), var)
-        extent: Extent = _int(rng.extent) if _int(rng.extent) is not None else rng.extent
-        base: int | PrimExpr = _int(rng.min) if _int(rng.min) is not None else rng.min
+        extent, base = _as_extent(rng.extent), _as_extent(rng.min)
         if self.drop_unit_iters and extent == 1:
             return IterSum((), base)
         return IterSum((IterSplit(IterMark(var, extent), 1, extent, 1),), base)
@@ -292,9 +297,9 @@ def _exact_quotient(extent: Extent, d: PrimExpr) -> Extent | None:
         return 1
     if isinstance(extent, Mul):
         if _same_extent(extent.b, d):
-            return _int(extent.a) if _int(extent.a) is not None else extent.a
+            return _as_extent(extent.a)
         if _same_extent(extent.a, d):
-            return _int(extent.b) if _int(extent.b) is not None else extent.b
+            return _as_extent(extent.b)
     return None
 
 
@@ -336,10 +341,10 @@ def _glue(terms: list[IterSplit]) -> list[IterSplit]:
                 if hi is lo or hi.mark != lo.mark:
                     continue
                 lo_ext = _int(lo.extent)
-                below = _mul_extent(lo.lower_factor, lo_ext) if lo_ext is not None else None
-                if below is None or not _same_extent(hi.lower_factor, below):
+                if lo_ext is None:
                     continue
-                if hi.scale != lo.scale * lo_ext:
+                below = _mul_extent(lo.lower_factor, lo_ext)
+                if not _same_extent(hi.lower_factor, below) or hi.scale != lo.scale * lo_ext:
                     continue
                 joined = IterSplit(
                     hi.mark, lo.lower_factor, _mul_extent(hi.extent, lo_ext), lo.scale
@@ -519,12 +524,13 @@ def _check_pieces(results: Sequence[IterSum], dom: Mapping[Var, Range], level: s
         used = sorted(used, key=lambda s: s.lower_factor)  # type: ignore[arg-type, return-value]
         reach = 1
         for s in used:
-            ext = _int(s.extent)
-            if s.lower_factor < reach:
+            lower, ext = _int(s.lower_factor), _int(s.extent)
+            assert lower is not None and ext is not None  # symbolic pieces were skipped
+            if lower < reach:
                 raise NotAffine(f"two indices use overlapping parts of {_mark_name(mark)}")
-            if level == "bijective" and s.lower_factor != reach:
+            if level == "bijective" and lower != reach:
                 raise NotAffine(f"part of {_mark_name(mark)} is not used by any index")
-            reach = s.lower_factor * ext if ext is not None else s.lower_factor
+            reach = lower * ext
         mark_ext = _int(mark.extent)
         if level == "bijective" and mark_ext is not None and reach != mark_ext:
             raise NotAffine(f"the top of {_mark_name(mark)} is not used by any index")

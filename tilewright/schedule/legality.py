@@ -8,7 +8,7 @@ import re
 from tilewright.arith.iter_map import is_affine
 from tilewright.ir.expr import IntImm, PrimExpr, Var
 from tilewright.ir.functor import collect_vars
-from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, IterKind
+from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, Stmt
 from tilewright.ir.structural import structural_equal
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.tree import Path, Site, loop_domain, walk
@@ -130,7 +130,7 @@ def check_thread_axis(primitive: str, site: Site, tag: str) -> None:
         if isinstance(stmt, For) and stmt.kind is ForKind.THREAD_BINDING:
             kernel = k
             break
-    others = [s for s in site.path[kernel:-1] if isinstance(s, For)]
+    others: list[Stmt] = [s for s in site.path[kernel:-1] if isinstance(s, For)]
     others += [p[-1] for p in walk(site.path[kernel], site.path[:kernel]) if p[-1] is not loop]
     for other in others:
         if not (isinstance(other, For) and other.kind is ForKind.THREAD_BINDING):

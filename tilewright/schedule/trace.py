@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from tilewright.schedule.schedule import Schedule
 
 _PREFIX = {BlockRV: "b", LoopRV: "l", ExprRV: "v"}
-_BY_PREFIX = {"b": BlockRV, "l": LoopRV, "v": ExprRV}
+_BY_PREFIX: dict[str, Callable[[], Ref]] = {"b": BlockRV, "l": LoopRV, "v": ExprRV}
 
 
 class Trace:
@@ -108,19 +108,18 @@ class Trace:
     @staticmethod
     def from_json(data: list[Any] | str) -> Trace:
         """The trace that ``as_json`` wrote (its JSON text or the decoded list)."""
-        if isinstance(data, str):
-            data = json.loads(data)
-        insts_json, decisions_json = data
+        decoded: list[Any] = json.loads(data) if isinstance(data, str) else data
+        insts_json, decisions_json = decoded
         decisions = {int(k): d for k, d in decisions_json}
         refs: dict[str, Ref] = {}
         insts = []
         for k, (kind, inputs, attrs, outputs) in enumerate(insts_json):
-            decoded = tuple(_decode(v, refs) for v in inputs)
+            values = tuple(_decode(v, refs) for v in inputs)
             outs = []
             for name in outputs:
                 refs[name] = _BY_PREFIX[name[0]]()
                 outs.append(refs[name])
-            insts.append(Instruction(kind, decoded, tuple(attrs), tuple(outs), decisions.get(k)))
+            insts.append(Instruction(kind, values, tuple(attrs), tuple(outs), decisions.get(k)))
         return Trace(insts)
 
     # ---- replay --------------------------------------------------------------------------
@@ -199,7 +198,7 @@ def _python_value(value: object, names: dict[Ref, str]) -> str:
 
 def _python_line(inst: Instruction, names: dict[Ref, str]) -> str:
     spec = inst.spec
-    parts = []
+    parts: list[str] = []
     for param, value in zip(spec.inputs, inst.inputs):
         if param.startswith("*"):
             parts.extend(_python_value(v, names) for v in value)  # type: ignore[attr-defined]

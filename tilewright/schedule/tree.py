@@ -81,6 +81,13 @@ class Site:
     def node(self) -> Stmt:
         return self.path[-1]
 
+    @property
+    def loop(self) -> For:
+        """The node, which the caller knows to be a loop."""
+        node = self.path[-1]
+        assert isinstance(node, For), type(node).__name__
+        return node
+
     def replaced(self, new: Stmt) -> PrimFunc:
         """The function with this statement replaced by ``new``."""
         return self.func.with_body(rebuild(self.path, new))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from tilewright.arith.iter_map import iter_map_simplify
 from tilewright.ir import expr as ex
@@ -35,7 +35,7 @@ def rewrite_loops(
     return _simplify(new, dict(outer), changed, drop_unit_iters)  # type: ignore[arg-type]
 
 
-_FOLD = {
+_FOLD: dict[type, Callable[[ex.PrimExpr, ex.PrimExpr], ex.PrimExpr]] = {
     ex.Add: op.add,
     ex.Sub: op.sub,
     ex.Mul: op.mul,

@@ -69,25 +69,25 @@ def _split_factors(site: Site, factors: Sequence[Factor]) -> list[PrimExpr]:
     for f in known:
         if f is not None:
             product = _times(product, f)
-    if None in known:
+    given = [f for f in known if f is not None]
+    if len(given) < len(known):
         extent = loop.extent
         inferred = (
             op.const(-(-extent.value // product.value), extent.dtype)
             if isinstance(extent, IntImm) and isinstance(product, IntImm)
             else op.floordiv(op.add(extent, _minus_one(product)), product)
         )
-        known[known.index(None)] = inferred
-        return known  # type: ignore[return-value]
-    total, extent = _const(product), _const(loop.extent)
-    if total is not None and extent is not None and total < extent:
+        return [inferred if f is None else f for f in known]
+    total, size = _const(product), _const(loop.extent)
+    if total is not None and size is not None and total < size:
         raise fail(
-            f"loop {name!r}: the factors {[_const(f) for f in known]} multiply to {total}, "
-            f"less than the extent {extent}"
+            f"loop {name!r}: the factors {[_const(f) for f in given]} multiply to {total}, "
+            f"less than the extent {size}"
         )
-    symbolic = total is None or extent is None
+    symbolic = total is None or size is None
     if symbolic and product is not loop.extent and not structural_equal(product, loop.extent):
         raise fail(f"loop {name!r}: cannot prove that the factors cover the extent {loop.extent!r}")
-    return known  # type: ignore[return-value]
+    return given
 
 
 def _covers_exactly(factors: list[PrimExpr], extent: PrimExpr) -> bool:
@@ -170,15 +170,14 @@ def fuse(sites: list[Site], preserve_unit_iters: bool = True) -> tuple[PrimFunc,
     if not sites:
         raise ScheduleError("fuse", "argument", "fuse needs at least one loop")
     check_distinct("fuse", sites)
-    loops = [s.node for s in sites]
+    loops = [s.loop for s in sites]
     for site in sites:
         check_plain_loop("fuse", site)
     outer = sites[0]
     for k in range(1, len(sites)):
         parent, child = loops[k - 1], loops[k]
-        assert isinstance(parent, For) and isinstance(child, For)
         _check_fuse_pair(outer, parent, child, sites[k].path[:-1])
-        outer_vars = {f.loop_var for f in loops[:k]}  # type: ignore[union-attr]
+        outer_vars = {f.loop_var for f in loops[:k]}
         if uses((child.min, child.extent), outer_vars):
             raise ScheduleError(
                 "fuse",
@@ -188,12 +187,11 @@ def fuse(sites: list[Site], preserve_unit_iters: bool = True) -> tuple[PrimFunc,
                 child,
             )
     first = loops[0]
-    assert isinstance(first, For)
     dtype = first.loop_var.dtype
-    if any(f.loop_var.dtype.bits == 64 for f in loops):  # type: ignore[union-attr]
+    if any(f.loop_var.dtype.bits == 64 for f in loops):
         dtype = int64
-    fused = Var("_".join(f.loop_var.name for f in loops) + "_fused", dtype)  # type: ignore[union-attr]
-    extents = [op.cast(f.extent, dtype) for f in loops]  # type: ignore[union-attr]
+    fused = Var("_".join(f.loop_var.name for f in loops) + "_fused", dtype)
+    extents = [op.cast(f.extent, dtype) for f in loops]
     total: PrimExpr = op.const(1, dtype)
     for e in extents:
         total = _times(total, e)
@@ -272,7 +270,7 @@ def reorder(sites: list[Site]) -> PrimFunc:
     slots = [k for k, f in enumerate(chain) if id(f) in given]
     order = list(chain)
     for slot, site in zip(slots, sites):
-        order[slot] = site.node  # type: ignore[assignment]
+        order[slot] = site.loop
     for k, f in enumerate(order):
         inner_vars = {g.loop_var for g in order[k + 1 :]}
         if uses((f.min, f.extent), inner_vars):
