@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tilewright.ir import IRModule, PrimFunc
 from tilewright.runtime import Module, build_c_module
+from tilewright.runtime.gpu_module import build_gpu_module
 from tilewright.target import Target
 from tilewright.transform import lower_module
 
@@ -37,8 +38,10 @@ def build(mod: IRModule | PrimFunc, target: str | Target | None = "c") -> Module
 
     Arguments:
         mod: the program (``sch.mod`` after scheduling).
-        target: ``"c"`` or its alias ``"llvm"`` for the CPU, or a ``Target``; the target is
-            current (``Target.current()``) while the passes run.
+        target: ``"c"`` or its alias ``"llvm"`` for the CPU, ``"cuda"`` (or a tag such as
+            ``"nvidia/h200"``), ``"opencl"``, ``"metal"``, or a ``Target``; the target is
+            current (``Target.current()``) while the passes run. GPU builds call
+            ``lower_module(mod, kind)`` then ``build_gpu_module(lowered, target)``.
 
     Example::
 
@@ -51,6 +54,8 @@ def build(mod: IRModule | PrimFunc, target: str | Target | None = "c") -> Module
         lowered = lower_module(module, str(resolved.kind))
         if resolved.kind == "c":
             return build_c_module(lowered, _label(module), resolved.spelling)
+        if resolved.kind in ("cuda", "opencl", "metal"):
+            return build_gpu_module(lowered, resolved, _label(module))
     raise ValueError(
         f"target {resolved.spelling!r} (kind {resolved.kind}) has no code generator yet;"
         " build for 'c' (or its alias 'llvm')"

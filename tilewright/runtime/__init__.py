@@ -1,8 +1,10 @@
-"""The runtime: devices, arrays, and modules of compiled kernels (C through ctypes for now)."""
+"""The runtime: devices, arrays, and modules of compiled kernels (C through ctypes; CUDA and
+OpenCL device modules under a host launcher, in ``gpu_module``)."""
 
 from tilewright.runtime.arguments import check_arguments
 from tilewright.runtime.c_compiler import CompileError, compile_c
 from tilewright.runtime.device import DEVICE_TYPES, Device, cpu, cuda, device, metal, opencl
+from tilewright.runtime.gpu_module import GPUModule, build_gpu_module
 from tilewright.runtime.module import (
     CModule,
     Module,
@@ -19,6 +21,7 @@ __all__ = [
     "CModule",
     "CompileError",
     "Device",
+    "GPUModule",
     "Module",
     "NDArray",
     "PackedFunc",
@@ -26,6 +29,7 @@ __all__ = [
     "SourceModule",
     "array",
     "build_c_module",
+    "build_gpu_module",
     "check_arguments",
     "compile_c",
     "cpu",

@@ -85,10 +85,15 @@ def _view(fn: str, p: ParamSpec, arg: object, dev: Device) -> _ArrayView:
             where = device(int(code), int(index))
         except ValueError:
             where = Device(int(code), int(index))
-        if where.kind != "cpu":
+        if where.kind == "cuda" and dev.kind == "cuda" and hasattr(arg, "__cuda_array_interface__"):
+            view = _cuda_view(fn, p, arg, where)
+        elif where.kind != "cpu":
             raise ValueError(f"{fn}: argument {p.name} is on {where} but the kernel runs on {dev}")
-        host = np.from_dlpack(arg)
-        view = _ArrayView(host, where, host.shape, dtype_name(host.dtype), arg)
+        else:
+            host = np.from_dlpack(arg)
+            view = _ArrayView(host, where, host.shape, dtype_name(host.dtype), arg)
+    elif hasattr(arg, "__cuda_array_interface__"):
+        view = _cuda_view(fn, p, arg, device("cuda", 0))
     else:
         raise TypeError(
             f"{fn}: argument {p.name} must be an array (tilewright NDArray, numpy.ndarray or a "
@@ -111,6 +116,31 @@ def _view(fn: str, p: ParamSpec, arg: object, dev: Device) -> _ArrayView:
                 "pass numpy.ascontiguousarray(...) or a copy"
             )
     return view
+
+
+def _cuda_view(fn: str, p: ParamSpec, arg: object, where: Device) -> _ArrayView:
+    """A CUDA tensor (torch, cupy, ...) described by its ``__cuda_array_interface__``."""
+    info = arg.__cuda_array_interface__  # type: ignore[attr-defined]
+    shape = tuple(int(s) for s in info["shape"])
+    try:
+        dtype = dtype_name(np.dtype(info["typestr"]))
+    except TypeError:
+        dtype = str(info["typestr"])
+    strides = info.get("strides")
+    if strides is not None and p.strides is None:
+        item = np.dtype(info["typestr"]).itemsize
+        compact, step = [], item
+        for size in reversed(shape):
+            compact.append(step)
+            step *= size
+        if any(a != b for a, b, n in zip(strides, reversed(compact), shape) if n > 1):
+            raise ValueError(
+                f"{fn}: argument {p.name} must be C-contiguous (row-major, without gaps); "
+                "pass tensor.contiguous() or a copy"
+            )
+    if p.written and info["data"][1]:
+        raise ValueError(f"{fn}: argument {p.name} is read-only but the kernel writes it")
+    return _ArrayView(None, where, shape, dtype, arg)
 
 
 def _same_device(a: Device, b: Device) -> bool:

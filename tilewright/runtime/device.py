@@ -32,11 +32,28 @@ class Device:
 
     @property
     def exist(self) -> bool:
-        """Whether this process can use the device (only the CPU has a runtime so far)."""
+        """Whether this process can use the device (a CUDA GPU or OpenCL device is present)."""
+        if self.kind == "cuda":
+            from tilewright.runtime.cuda.driver import device_count
+
+            return self.device_id < device_count()
+        if self.kind == "opencl":
+            from tilewright.runtime import opencl_runtime as opencl
+
+            return opencl.available() and self.device_id < opencl.device_count()
         return self.kind == "cpu" and self.device_id == 0
 
     def sync(self) -> None:
         """Wait for work queued on the device (a no-op on the CPU)."""
+        # The device runtimes are optional packages: import them only when asked.
+        if self.kind == "cuda":
+            from tilewright.runtime.cuda.driver import synchronize
+
+            synchronize(self.device_id)
+        elif self.kind == "opencl":
+            from tilewright.runtime.opencl_runtime import synchronize as cl_synchronize
+
+            cl_synchronize(self.device_id)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return (self.device_type, self.device_id)

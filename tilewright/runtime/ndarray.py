@@ -105,13 +105,17 @@ class NDArray:
         return self._host
 
     def numpy(self) -> np.ndarray:
-        """A numpy copy of the contents.
+        """A numpy copy of the contents (copied back from the device for a device array).
 
         Example::
 
             >>> tw.nd.array(np.ones(2)).numpy()
             array([1., 1.])
         """
+        if self._host is None and self._buffer is not None:
+            out = np.empty(self._shape, dtype=numpy_dtype(self._dtype))
+            self._buffer.copy_to_host(out)  # type: ignore[attr-defined]
+            return out
         return self.host_array().copy()
 
     asnumpy = numpy
@@ -127,6 +131,10 @@ class NDArray:
         values = source.numpy() if isinstance(source, NDArray) else np.asarray(source)
         if tuple(values.shape) != self._shape:
             raise ValueError(f"copyfrom: shape {tuple(values.shape)} differs from {self._shape}")
+        if self._host is None and self._buffer is not None:
+            converted = np.ascontiguousarray(values, dtype=numpy_dtype(self._dtype))
+            self._buffer.copy_from_host(converted)  # type: ignore[attr-defined]
+            return self
         self.host_array()[...] = values.astype(self.host_array().dtype, copy=False)
         return self
 
@@ -135,6 +143,19 @@ class NDArray:
         if isinstance(target, Device):
             return array(self, target)
         return target.copyfrom(self)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, object]:
+        """The CUDA array interface of an array on a CUDA device (torch and cupy read it)."""
+        if self._device.kind != "cuda" or self._buffer is None:
+            raise AttributeError("only arrays on a CUDA device have __cuda_array_interface__")
+        return {
+            "shape": self._shape,
+            "typestr": numpy_dtype(self._dtype).str,
+            "data": (self._buffer.ptr, False),  # type: ignore[attr-defined]
+            "strides": None,
+            "version": 3,
+        }
 
     def __dlpack__(self, **kwargs: Any) -> object:
         return self.host_array().__dlpack__(**kwargs)
@@ -175,10 +196,24 @@ def array(
     if dtype is not None:
         values = values.astype(numpy_dtype(dtype))
     if target.kind != "cpu":
-        raise RuntimeError(
-            f"tilewright has no runtime for {target} yet; only cpu(0) arrays can be created"
-        )
+        host = np.ascontiguousarray(values)
+        buffer = _device_allocator(target)(host.nbytes, target.device_id)
+        buffer.copy_from_host(host)  # type: ignore[attr-defined]
+        return NDArray.from_device_buffer(buffer, host.shape, dtype_name(host.dtype), target)
     return NDArray(np.array(values, order="C", copy=True), target)
+
+
+def _device_allocator(target: Device) -> Any:
+    """The buffer class of ``target``'s runtime (imported on first use: both are optional)."""
+    if target.kind == "cuda":
+        from tilewright.runtime.cuda.memory import DeviceAllocation
+
+        return DeviceAllocation
+    if target.kind == "opencl":
+        from tilewright.runtime.opencl_runtime import CLBuffer
+
+        return CLBuffer
+    raise RuntimeError(f"tilewright has no runtime for {target}; arrays live on cpu, cuda, opencl")
 
 
 def empty(shape: Sequence[int] | int, dtype: str = "float32", dev: Device | None = None) -> NDArray:
@@ -192,7 +227,9 @@ def empty(shape: Sequence[int] | int, dtype: str = "float32", dev: Device | None
     dims = (shape,) if isinstance(shape, int) else tuple(shape)
     target = dev or cpu(0)
     if target.kind != "cpu":
-        raise RuntimeError(f"tilewright has no runtime for {target} yet")
+        nbytes = int(np.prod(dims, dtype=np.int64)) * numpy_dtype(dtype).itemsize
+        buffer = _device_allocator(target)(nbytes, target.device_id)
+        return NDArray.from_device_buffer(buffer, dims, dtype, target)
     return NDArray(np.empty(dims, dtype=numpy_dtype(dtype)), target)
 
 
@@ -209,7 +246,7 @@ def from_dlpack(tensor: object) -> NDArray:
 
 def _to_numpy(data: object) -> np.ndarray:
     if isinstance(data, NDArray):
-        return data.host_array()
+        return data.host_array() if data.device.kind == "cpu" else data.numpy()
     if isinstance(data, np.ndarray):
         return data
     if hasattr(data, "__dlpack_device__") and hasattr(data, "__dlpack__"):

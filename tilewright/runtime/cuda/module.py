@@ -1,0 +1,146 @@
+"""``CUDAModule``: CUDA source and its cubin; loads into the GPU on first use and launches.
+
+Building needs no GPU (the cubin is compiled for the target's arch); running does, and
+without one every call raises ``CUDAError`` ("no CUDA device ...").
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from tilewright.runtime.cuda import driver
+from tilewright.runtime.device import Device, cuda
+from tilewright.runtime.launch_plan import Launch
+from tilewright.runtime.module import Module
+from tilewright.runtime.ndarray import NDArray
+
+_CTYPES = {
+    "bool": ctypes.c_bool,
+    "int8": ctypes.c_int8,
+    "int16": ctypes.c_int16,
+    "int32": ctypes.c_int32,
+    "int64": ctypes.c_int64,
+    "uint8": ctypes.c_uint8,
+    "uint16": ctypes.c_uint16,
+    "uint32": ctypes.c_uint32,
+    "uint64": ctypes.c_uint64,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+}
+
+
+class CUDAModule(Module):
+    """Device code for CUDA: ``get_source()`` is the CUDA C, ``cubin`` its binary.
+
+    Example::
+
+        >>> dev_mod = rt_mod.imported_modules[0]
+        >>> print(dev_mod.get_source())
+        >>> dev_mod.arch, len(dev_mod.cubin)
+    """
+
+    type_key = "cuda"
+
+    def __init__(
+        self, source: str, cubin: bytes, arch: str, param_types: dict[str, list[str | None]]
+    ) -> None:
+        super().__init__(source, "cuda")
+        self.cubin = cubin
+        self.arch = arch
+        self.param_types = param_types  # kernel → per parameter: None (pointer) or a dtype
+        self.device: Device = cuda(0)
+        self._loaded: driver.LoadedModule | None = None
+
+    def prepare(self) -> None:
+        """Raise ``CUDAError`` unless a GPU can run these kernels."""
+        driver.require_device(self.device.device_id)
+        have = driver.device_arch(self.device.device_id)
+        if have != self.arch:
+            raise driver.CUDAError(
+                f"the kernels were compiled for {self.arch} but cuda({self.device.device_id}) "
+                f"is {have}; rebuild with target 'cuda' on this machine"
+            )
+
+    def loaded(self) -> driver.LoadedModule:
+        if self._loaded is None:
+            label = ", ".join(self.param_types)
+            self._loaded = driver.LoadedModule(self.cubin, self.device.device_id, label)
+        return self._loaded
+
+    def runner(self, launches: Sequence[Launch], values: Sequence[object]) -> Callable[[], None]:
+        """A function running ``launches`` on the caller's current stream."""
+        stream = current_stream(values)
+        module = self.loaded()
+        steps = []
+        for item in launches:
+            types = self.param_types[item.kernel]
+            if len(types) != len(item.args):
+                raise driver.CUDAError(
+                    f"kernel {item.kernel} takes {len(types)} arguments; the host passes "
+                    f"{len(item.args)}"
+                )
+            packed = driver.KernelArgs(
+                [_ctype(v, t, item.kernel) for v, t in zip(item.args, types)]
+            )
+            function = module.function(item.kernel, item.dyn_shared_bytes)
+            steps.append((function, item, packed))
+        index = self.device.device_id
+
+        def run() -> None:
+            driver.activate(index)
+            for function, item, packed in steps:
+                driver.launch(
+                    function, item.kernel, item.grid, item.block, item.dyn_shared_bytes,
+                    stream, packed,
+                )  # fmt: skip
+
+        run.stream = stream  # type: ignore[attr-defined]
+        run.arguments = values  # type: ignore[attr-defined]  # keeps the arrays alive
+        return run
+
+    def measure(self, run: Callable[[], None], count: int) -> float:
+        """Seconds for ``count`` calls of ``run``, from CUDA events on its stream."""
+        timer = driver.EventTimer(getattr(run, "stream", 0), ", ".join(self.param_types))
+        try:
+            return timer.measure(run, count)
+        finally:
+            timer.close()
+
+
+def current_stream(values: Sequence[object]) -> int:
+    """The current stream of the library that made the arguments (torch, cupy), else 0."""
+    for value in values:
+        package = type(value).__module__.split(".")[0]
+        if package == "torch" and "torch" in sys.modules:
+            torch = sys.modules["torch"]
+            return int(torch.cuda.current_stream(value.device).cuda_stream)  # type: ignore[attr-defined]
+        if package == "cupy" and "cupy" in sys.modules:
+            return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
+    return 0
+
+
+def _ctype(value: object, dtype: str | None, kernel: str) -> ctypes._SimpleCData:
+    if dtype is None:
+        return ctypes.c_void_p(_pointer(value, kernel))
+    if dtype in ("float16", "bfloat16"):
+        import ml_dtypes
+
+        kind = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+        return ctypes.c_uint16(int(np.array(value, dtype=kind).view(np.uint16)))
+    if dtype not in _CTYPES:
+        raise driver.CUDAError(f"kernel {kernel}: no CUDA argument type for dtype {dtype}")
+    return _CTYPES[dtype](value)
+
+
+def _pointer(value: object, kernel: str) -> int:
+    if isinstance(value, NDArray):
+        return int(value.buffer.ptr)  # type: ignore[attr-defined]
+    if hasattr(value, "__cuda_array_interface__"):
+        return int(value.__cuda_array_interface__["data"][0])  # type: ignore[attr-defined]
+    if isinstance(value, int):
+        return value
+    raise driver.CUDAError(f"kernel {kernel}: cannot pass {type(value).__name__} as a pointer")
