@@ -262,11 +262,11 @@ class _Normalizer:
         unit = chain[0].scale
         fused_extent: Extent = 1
         for a in chain:
-            if _int(fused_extent) is None or unit * _int(fused_extent) != a.scale:  # type: ignore[operator]
+            size = _int(fused_extent)
+            if size is None or unit * size != a.scale:
                 raise NotAffine(
                     f"the terms {_describe(total)} do not tile one iteration space: "
-                    f"expected a term with scale {unit * (_int(fused_extent) or 0)}, "
-                    f"found {a.scale}"
+                    f"expected a term with scale {unit * (size or 0)}, found {a.scale}"
                 )
             fused_extent = _mul_extent(fused_extent, a.extent)
         inner = IterSum(tuple(split_scaled(a, a.scale // unit) for a in reversed(chain)), 0)
@@ -445,13 +445,15 @@ def _constraints(predicate: PrimExpr | None, norm: _Normalizer) -> list[tuple[It
         if isinstance(cond, And):
             stack += [cond.a, cond.b]
             continue
-        lhs, limit = None, None
-        if isinstance(cond, LT | LE) and _int(cond.b) is not None:
-            lhs, limit = cond.a, _int(cond.b) + (1 if isinstance(cond, LE) else 0)  # type: ignore[operator]
-        elif isinstance(cond, GT | GE) and _int(cond.a) is not None:
-            lhs, limit = cond.b, _int(cond.a) + (1 if isinstance(cond, GE) else 0)  # type: ignore[operator]
-        if lhs is None or limit is None:
+        if isinstance(cond, LT | LE):
+            lhs, bound, inclusive = cond.a, _int(cond.b), isinstance(cond, LE)
+        elif isinstance(cond, GT | GE):
+            lhs, bound, inclusive = cond.b, _int(cond.a), isinstance(cond, GE)
+        else:
             continue
+        if bound is None:
+            continue
+        limit = bound + 1 if inclusive else bound
         try:
             total = norm.visit(lhs)
         except NotAffine:
@@ -521,7 +523,7 @@ def _check_pieces(results: Sequence[IterSum], dom: Mapping[Var, Range], level: s
     for mark, used in pieces.items():
         if any(_int(s.lower_factor) is None or _int(s.extent) is None for s in used):
             continue  # symbolic pieces: their overlap cannot be decided here
-        used = sorted(used, key=lambda s: s.lower_factor)  # type: ignore[arg-type, return-value]
+        used = sorted(used, key=lambda s: _int(s.lower_factor) or 0)
         reach = 1
         for s in used:
             lower, ext = _int(s.lower_factor), _int(s.extent)

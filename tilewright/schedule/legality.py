@@ -8,7 +8,7 @@ import re
 from tilewright.arith.iter_map import is_affine
 from tilewright.ir.expr import IntImm, PrimExpr, Var
 from tilewright.ir.functor import collect_vars
-from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, Stmt
+from tilewright.ir.stmt import BlockRealize, For, ForKind, IterKind, Stmt
 from tilewright.ir.structural import structural_equal
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.tree import Path, Site, loop_domain, walk
@@ -47,7 +47,7 @@ def check_distinct(primitive: str, sites: list[Site]) -> None:
     seen: set[int] = set()
     for site in sites:
         if id(site.node) in seen:
-            name = site.node.loop_var.name  # type: ignore[attr-defined]
+            name = site.loop.loop_var.name
             raise ScheduleError(
                 primitive, "distinct-loops", f"loop {name!r} is given twice", site.func, site.node
             )
@@ -151,23 +151,6 @@ def _same(a: PrimExpr, b: PrimExpr) -> bool:
     if isinstance(a, IntImm) and isinstance(b, IntImm):
         return a.value == b.value
     return structural_equal(a, b)
-
-
-def check_single_child(primitive: str, site: Site, parent: For, child: For, rule: str) -> None:
-    if parent.body is not child:
-        raise ScheduleError(
-            primitive,
-            rule,
-            f"loop {child.loop_var.name!r} is not the only statement in loop "
-            f"{parent.loop_var.name!r}",
-            site.func,
-            parent,
-        )
-
-
-def block_of(path: Path) -> Block:
-    node = path[-1]
-    return node.block if isinstance(node, BlockRealize) else node  # type: ignore[return-value]
 
 
 def check_reduction_order(primitive: str, site: Site, before: list[For], after: list[For]) -> None:

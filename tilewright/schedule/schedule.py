@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
+from typing import cast
 
 from tilewright.ir.expr import IntImm, PrimExpr
 from tilewright.ir.function import PrimFunc
@@ -88,7 +89,9 @@ class Schedule:
 
     def get(self, ref: BlockRV | LoopRV) -> Block | For:
         """The IR node a reference stands for now."""
-        return self._state.any_site(ref, "get").node  # type: ignore[return-value]
+        node = self._state.any_site(ref, "get").node
+        assert isinstance(node, Block | For)
+        return node
 
     def show(self) -> None:
         """Print the scheduled module."""
@@ -121,7 +124,7 @@ class Schedule:
         """
         func_name = func_name or self._func_name
         site = self._state.block_site(func_name, name, "get_block")
-        ref = self._state.block_ref(func_name, site.node)  # type: ignore[arg-type]
+        ref = self._state.block_ref(func_name, site.node)
         self._record("get_block", (), (name, func_name), (ref,))
         return ref
 
@@ -134,10 +137,10 @@ class Schedule:
 
             i, j, k = sch.get_loops(sch.get_block("C"))
         """
-        block = self._target(block)  # type: ignore[assignment]
-        site = self._state.block_ref_site(block, "get_loops")
-        refs = [self._state.loop_ref(site.func_name, p[-1]) for p in get.get_loops(site)]  # type: ignore[arg-type]
-        self._record("get_loops", (block,), (), refs)
+        target = self._target(block)
+        site = self._state.block_ref_site(target, "get_loops")
+        refs = [self._state.loop_ref(site.func_name, f) for f in get.get_loops(site)]
+        self._record("get_loops", (target,), (), refs)
         return refs
 
     def get_child_blocks(self, block_or_loop: BlockArg | LoopRV) -> list[BlockRV]:
@@ -313,7 +316,7 @@ class Schedule:
 def _flatten(loops_: Sequence[object]) -> list[LoopRV]:
     if len(loops_) == 1 and isinstance(loops_[0], list | tuple):
         return list(loops_[0])
-    return list(loops_)  # type: ignore[arg-type]
+    return [cast(LoopRV, r) for r in loops_]  # the primitive checks each one
 
 
 def _factor(value: object) -> int | PrimExpr | None:

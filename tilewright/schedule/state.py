@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from tilewright.ir.expr import Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.module import IRModule
-from tilewright.ir.stmt import Block, BlockRealize, For
+from tilewright.ir.stmt import Block, BlockRealize, For, Stmt
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.reference import BlockRV, LoopRV
 from tilewright.schedule.tree import Path, Site, walk
@@ -139,8 +139,11 @@ class ScheduleState:
         """Make ``func`` the current version of ``func_name``."""
         self.mod = self.mod.with_function(func_name, func)
 
-    def block_ref(self, func_name: str, block: Block | BlockRealize) -> BlockRV:
-        name = block.block.name if isinstance(block, BlockRealize) else block.name
+    def block_ref(self, func_name: str, block: Stmt) -> BlockRV:
+        if isinstance(block, BlockRealize):
+            block = block.block
+        assert isinstance(block, Block)
+        name = block.name
         ref = BlockRV()
         self.refs[ref] = BlockKey(func_name, name)
         return ref

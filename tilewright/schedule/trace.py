@@ -4,7 +4,7 @@ serialised to JSON, and replayed on the original module to rebuild the same IR."
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from tilewright.ir.expr import FloatImm, IntImm, PrimExpr
@@ -35,7 +35,7 @@ class Trace:
     def __len__(self) -> int:
         return len(self.insts)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Instruction]:
         return iter(self.insts)
 
     def append(self, inst: Instruction) -> Trace:
@@ -145,7 +145,7 @@ class Trace:
             for param, value in zip(spec.inputs, inst.inputs):
                 value = _substitute(value, mapping)
                 if param.startswith("*"):
-                    args.extend(value)  # type: ignore[arg-type]
+                    args.extend(_items(value))
                 else:
                     kwargs[param] = value
             kwargs.update(zip(spec.attrs, inst.attrs))
@@ -164,6 +164,10 @@ class Trace:
     @staticmethod
     def apply_json_to_schedule(data: list[Any] | str, sch: Schedule) -> None:
         Trace.from_json(data).apply_to_schedule(sch)
+
+
+def _items(value: object) -> list[object]:
+    return list(value) if isinstance(value, list | tuple) else [value]
 
 
 def _refs_in(value: object) -> list[Ref]:
@@ -201,7 +205,7 @@ def _python_line(inst: Instruction, names: dict[Ref, str]) -> str:
     parts: list[str] = []
     for param, value in zip(spec.inputs, inst.inputs):
         if param.startswith("*"):
-            parts.extend(_python_value(v, names) for v in value)  # type: ignore[attr-defined]
+            parts.extend(_python_value(v, names) for v in _items(value))
         else:
             parts.append(f"{param}={_python_value(value, names)}")
     parts += [f"{p}={_python_value(v, names)}" for p, v in zip(spec.attrs, inst.attrs)]

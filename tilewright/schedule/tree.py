@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from tilewright.ir.expr import Range, Var
 from tilewright.ir.function import PrimFunc
+from tilewright.ir.node import Node
 from tilewright.ir.stmt import (
     Allocate,
     AttrStmt,
@@ -22,6 +24,12 @@ from tilewright.ir.stmt import (
 )
 
 Path = tuple[Stmt, ...]
+NodeT = TypeVar("NodeT", bound=Node)
+
+
+def update(node: NodeT, **changes: object) -> NodeT:
+    """``node.replace(**changes)``, typed as the node's own class."""
+    return cast(NodeT, node.replace(**changes))
 
 
 def children(stmt: Stmt) -> tuple[Stmt, ...]:
@@ -45,11 +53,11 @@ def with_child(parent: Stmt, old: Stmt, new: Stmt) -> Stmt:
         items = tuple(new if s is old else s for s in parent.seq)
         return seq(*items)
     if isinstance(parent, BlockRealize):
-        return parent.replace(block=new)  # type: ignore[return-value]
+        return update(parent, block=new)
     changes = {name: new for name, value in parent.field_items() if value is old}
     if not changes:
         raise ValueError(f"{type(parent).__name__} does not hold the statement to replace")
-    return parent.replace(**changes)  # type: ignore[return-value]
+    return update(parent, **changes)
 
 
 def rebuild(path: Path, new: Stmt) -> Stmt:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.stmt import AttrValue, Block, For, attrs
 from tilewright.schedule.error import ScheduleError
-from tilewright.schedule.tree import Site
+from tilewright.schedule.tree import Site, update
 
 
 def _name(node: For | Block) -> str:
@@ -23,7 +23,7 @@ def annotate(site: Site, key: str, value: AttrValue) -> PrimFunc:
     assert isinstance(node, For | Block)
     merged = dict(node.annotations)
     merged[key] = value
-    return site.replaced(node.replace(annotations=attrs(merged)))  # type: ignore[arg-type]
+    return site.replaced(update(node, annotations=attrs(merged)))
 
 
 def unannotate(site: Site, key: str) -> PrimFunc:
@@ -46,4 +46,4 @@ def unannotate(site: Site, key: str) -> PrimFunc:
             node,
         )
     del merged[key]
-    return site.replaced(node.replace(annotations=attrs(merged)))  # type: ignore[arg-type]
+    return site.replaced(update(node, annotations=attrs(merged)))

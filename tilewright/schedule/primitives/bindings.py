@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from tilewright.arith.iter_map import iter_map_simplify
 from tilewright.ir import expr as ex
@@ -10,7 +11,7 @@ from tilewright.ir import op
 from tilewright.ir.expr import PrimExpr, Range, Var
 from tilewright.ir.functor import Mutator, collect_vars, substitute
 from tilewright.ir.stmt import Block, BlockRealize, For, Stmt
-from tilewright.schedule.tree import children, with_child
+from tilewright.schedule.tree import children, update, with_child
 
 
 def rewrite_loops(
@@ -30,9 +31,9 @@ def rewrite_loops(
         outer: the ranges of the loops around ``body`` up to its enclosing block.
         drop_unit_iters: replace loops of extent 1 by their start in the bindings.
     """
-    new = _Refold().visit(substitute(body, mapping))
+    new = cast(Stmt, _Refold().visit(substitute(body, mapping)))
     changed = {v for e in mapping.values() for v in collect_vars(e)}
-    return _simplify(new, dict(outer), changed, drop_unit_iters)  # type: ignore[arg-type]
+    return _simplify(new, dict(outer), changed, drop_unit_iters)
 
 
 _FOLD: dict[type, Callable[[ex.PrimExpr, ex.PrimExpr], ex.PrimExpr]] = {
@@ -61,39 +62,39 @@ class _Refold(Mutator):
     parser) would: substituting ``0`` for a unit loop leaves ``0 * 6``, which they fold."""
 
     def visit_BinaryOp(self, node: ex.BinaryOp) -> ex.PrimExpr:
-        new = self.generic_visit(node)
+        new = cast(ex.BinaryOp, self.generic_visit(node))
         constants = (ex.IntImm, ex.FloatImm)
-        if isinstance(new.a, constants) and isinstance(new.b, constants):  # type: ignore[attr-defined]
-            return _FOLD[type(new)](new.a, new.b)  # type: ignore[attr-defined]
-        return new  # type: ignore[return-value]
+        if isinstance(new.a, constants) and isinstance(new.b, constants):
+            return _FOLD[type(new)](new.a, new.b)
+        return new
 
     def visit_CmpOp(self, node: ex.CmpOp) -> ex.PrimExpr:
-        new = self.generic_visit(node)
-        a, b = new.a, new.b  # type: ignore[attr-defined]
+        new = cast(ex.CmpOp, self.generic_visit(node))
+        a, b = new.a, new.b
         if isinstance(new, ex.And | ex.Or) and (
             isinstance(a, ex.IntImm) or isinstance(b, ex.IntImm)
         ):
             return _FOLD[type(new)](a, b)
         if isinstance(a, ex.IntImm | ex.FloatImm) and isinstance(b, ex.IntImm | ex.FloatImm):
             return _FOLD[type(new)](a, b)
-        return new  # type: ignore[return-value]
+        return new
 
 
 def _simplify(stmt: Stmt, dom: dict[Var, Range], changed: set[Var], drop: bool) -> Stmt:
     if isinstance(stmt, For):
         inner = dict(dom)
         inner[stmt.loop_var] = Range(stmt.min, stmt.extent)
-        return stmt.replace(body=_simplify(stmt.body, inner, changed, drop))  # type: ignore[return-value]
+        return update(stmt, body=_simplify(stmt.body, inner, changed, drop))
     if isinstance(stmt, BlockRealize):
         realize = stmt
         used = {v for e in stmt.iter_values for v in collect_vars(e)}
         if used & changed:
             values = iter_map_simplify(stmt.iter_values, dom, stmt.predicate, drop_unit_iters=drop)
-            realize = stmt.replace(iter_values=tuple(values))  # type: ignore[assignment]
+            realize = update(stmt, iter_values=tuple(values))
         block = realize.block
         # A block starts a new scope: the loops outside it are no iterators of its children.
         new_block = _simplify_children(block, {}, changed, drop)
-        return realize.replace(block=new_block)  # type: ignore[return-value]
+        return update(realize, block=new_block)
     return _simplify_children(stmt, dom, changed, drop)
 
 

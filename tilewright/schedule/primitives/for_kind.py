@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from tilewright.ir.function import PrimFunc
-from tilewright.ir.stmt import For, ForKind
+from tilewright.ir.stmt import ForKind
 from tilewright.schedule.legality import check_parallelizable, check_thread_axis
-from tilewright.schedule.tree import Site
+from tilewright.schedule.tree import Site, update
 
 
 def _set_kind(site: Site, kind: ForKind, tag: str = "") -> PrimFunc:
-    loop = site.node
-    assert isinstance(loop, For)
-    return site.replaced(loop.replace(kind=kind, thread_tag=tag))  # type: ignore[arg-type]
+    return site.replaced(update(site.loop, kind=kind, thread_tag=tag))
 
 
 def parallel(site: Site) -> PrimFunc:

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 from tilewright.ir.stmt import Block, For
-from tilewright.schedule.tree import Path, Site, children
+from tilewright.schedule.tree import Site, children
 
 
-def get_loops(site: Site) -> list[Path]:
-    """Paths to the loops between the block and its enclosing block, outermost first."""
-    start = site.scope_index() + 1
-    return [
-        site.path[: k + 1]
-        for k in range(start, len(site.path) - 1)
-        if isinstance(site.path[k], For)
-    ]
+def get_loops(site: Site) -> list[For]:
+    """The loops between the block and its enclosing block, outermost first."""
+    return site.enclosing_loops()
 
 
 def get_child_blocks(site: Site) -> list[Block]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import cast
 
 from tilewright.ir import op
 from tilewright.ir.dtype import DataType, int32, int64
@@ -21,7 +22,7 @@ from tilewright.schedule.legality import (
     uses,
 )
 from tilewright.schedule.primitives.bindings import block_scope_domain, rewrite_loops
-from tilewright.schedule.tree import Site, children, with_child
+from tilewright.schedule.tree import Site, children, update, with_child
 
 Factor = int | PrimExpr | None
 
@@ -146,7 +147,7 @@ def split(
 def _add_predicate(stmt: Stmt, condition: PrimExpr) -> Stmt:
     """Every block realize in ``stmt`` (not inside other blocks) also requires ``condition``."""
     if isinstance(stmt, BlockRealize):
-        return stmt.replace(predicate=op.logical_and(stmt.predicate, condition))  # type: ignore[return-value]
+        return update(stmt, predicate=op.logical_and(stmt.predicate, condition))
     result = stmt
     for child in children(stmt):
         new = _add_predicate(child, condition)
@@ -222,7 +223,7 @@ def _check_fuse_pair(outer: Site, parent: For, child: For, ancestors: tuple[Stmt
         raise ScheduleError("fuse", "consecutive-loops", names, outer.func, child)
     between = ancestors[ancestors.index(parent) + 1 :]
     if between and all(isinstance(s, For) for s in between):
-        names += f": loop {between[0].loop_var.name!r} lies between them"  # type: ignore[attr-defined]
+        names += f": loop {cast(For, between[0]).loop_var.name!r} lies between them"
         raise ScheduleError("fuse", "consecutive-loops", names, outer.func, child)
     if between:
         kinds = ", ".join(sorted({type(s).__name__ for s in between if not isinstance(s, For)}))
@@ -248,7 +249,7 @@ def reorder(sites: list[Site]) -> PrimFunc:
             raise ScheduleError(
                 "reorder",
                 "loop-chain",
-                f"loops {site.node.loop_var.name!r} and {bottom.node.loop_var.name!r} are not "  # type: ignore[attr-defined]
+                f"loops {site.loop.loop_var.name!r} and {bottom.loop.loop_var.name!r} are not "
                 "nested one inside the other",
                 top.func,
                 site.node,
@@ -265,7 +266,7 @@ def reorder(sites: list[Site]) -> PrimFunc:
                 top.func,
                 parent,
             )
-    chain: list[For] = list(chain_path)  # type: ignore[arg-type]
+    chain = [f for f in chain_path if isinstance(f, For)]  # all loops: checked above
     given = {id(s.node) for s in sites}
     slots = [k for k, f in enumerate(chain) if id(f) in given]
     order = list(chain)
@@ -285,7 +286,7 @@ def reorder(sites: list[Site]) -> PrimFunc:
     check_reduction_order("reorder", top, chain, order)
     body: Stmt = chain[-1].body
     for f in reversed(order):
-        body = f.replace(body=body)  # type: ignore[assignment]
+        body = update(f, body=body)
     return top.replaced(body)
 
 
