@@ -34,7 +34,7 @@ class Device:
     def exist(self) -> bool:
         """Whether this process can use the device (a CUDA GPU or OpenCL device is present)."""
         if self.kind == "cuda":
-            from tilewright.runtime.cuda.driver import device_count
+            from tilewright.runtime.cuda_runtime.driver import device_count
 
             return self.device_id < device_count()
         if self.kind == "opencl":
@@ -47,7 +47,7 @@ class Device:
         """Wait for work queued on the device (a no-op on the CPU)."""
         # The device runtimes are optional packages: import them only when asked.
         if self.kind == "cuda":
-            from tilewright.runtime.cuda.driver import synchronize
+            from tilewright.runtime.cuda_runtime.driver import synchronize
 
             synchronize(self.device_id)
         elif self.kind == "opencl":

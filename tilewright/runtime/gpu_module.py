@@ -156,9 +156,9 @@ def build_gpu_module(
     types = _param_types(source)
     device_module: Module
     if kind == "cuda":
-        from tilewright.runtime.cuda import driver
-        from tilewright.runtime.cuda.module import CUDAModule
-        from tilewright.runtime.cuda.nvrtc import compile_cuda
+        from tilewright.runtime.cuda_runtime import driver
+        from tilewright.runtime.cuda_runtime.module import CUDAModule
+        from tilewright.runtime.cuda_runtime.nvrtc import compile_cuda
 
         arch = driver.device_arch(0) or resolved.arch or "sm_90"
         cubin = compile_cuda(source.text, arch, list(source.kernels), compiler)

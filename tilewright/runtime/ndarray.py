@@ -112,7 +112,7 @@ class NDArray:
             >>> tw.nd.array(np.ones(2)).numpy()
             array([1., 1.])
         """
-        if self._host is None and self._buffer is not None:
+        if self._host is None and hasattr(self._buffer, "copy_to_host"):
             out = np.empty(self._shape, dtype=numpy_dtype(self._dtype))
             self._buffer.copy_to_host(out)  # type: ignore[attr-defined]
             return out
@@ -131,7 +131,7 @@ class NDArray:
         values = source.numpy() if isinstance(source, NDArray) else np.asarray(source)
         if tuple(values.shape) != self._shape:
             raise ValueError(f"copyfrom: shape {tuple(values.shape)} differs from {self._shape}")
-        if self._host is None and self._buffer is not None:
+        if self._host is None and hasattr(self._buffer, "copy_from_host"):
             converted = np.ascontiguousarray(values, dtype=numpy_dtype(self._dtype))
             self._buffer.copy_from_host(converted)  # type: ignore[attr-defined]
             return self
@@ -206,7 +206,7 @@ def array(
 def _device_allocator(target: Device) -> Any:
     """The buffer class of ``target``'s runtime (imported on first use: both are optional)."""
     if target.kind == "cuda":
-        from tilewright.runtime.cuda.memory import DeviceAllocation
+        from tilewright.runtime.cuda_runtime.memory import DeviceAllocation
 
         return DeviceAllocation
     if target.kind == "opencl":

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tilewright.runtime.cuda.driver import activate, call
+from tilewright.runtime.cuda_runtime.driver import activate, call
 
 
 class DeviceAllocation:

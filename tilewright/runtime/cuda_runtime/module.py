@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from tilewright.runtime.cuda import driver
+from tilewright.runtime.cuda_runtime import driver
 from tilewright.runtime.device import Device, cuda
 from tilewright.runtime.launch_plan import Launch
 from tilewright.runtime.module import Module
