@@ -8,6 +8,7 @@ their arguments, evaluate the launch dimensions of the host function and launch 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,10 +16,10 @@ from pathlib import Path
 from tilewright import config
 from tilewright.codegen.device_printer import DeviceSource
 from tilewright.codegen.signature import FuncSignature, func_signature
-from tilewright.ir import IRModule, PrimFunc
+from tilewright.ir import BufferStore, Call, IRModule, PrimFunc, Var, post_order_visit
 from tilewright.runtime.c_compiler import atomic_write
 from tilewright.runtime.device import Device, device
-from tilewright.runtime.launch_plan import HostProgram
+from tilewright.runtime.launch_plan import LAUNCH, HostProgram
 from tilewright.runtime.module import Module, PackedFunc, SourceModule
 from tilewright.runtime.time_evaluator import ProfileResult, time_evaluator
 from tilewright.target import Target
@@ -67,7 +68,10 @@ class GPUModule(Module):
     def __init__(self, hosts: dict[str, PrimFunc], device_module: Module, target: str = "") -> None:
         super().__init__("", "gpu", [device_module])
         self.target = target
-        self.signatures = {name: func_signature(name, f) for name, f in hosts.items()}
+        kernels = getattr(device_module, "kernels", {})
+        self.signatures = {
+            name: _with_written(func_signature(name, f), f, kernels) for name, f in hosts.items()
+        }
         self.programs = {name: HostProgram(name, f) for name, f in hosts.items()}
         for program in self.programs.values():
             known = getattr(device_module, "param_types", None)
@@ -117,6 +121,45 @@ class GPUModule(Module):
 
     def __repr__(self) -> str:
         return f"<GPUModule {', '.join(self.signatures)} on {self.imported_modules[0].format}>"
+
+
+def _with_written(
+    sig: FuncSignature, host: PrimFunc, kernels: dict[str, PrimFunc]
+) -> FuncSignature:
+    """``sig`` with ``written`` set for each buffer some launched kernel stores into (the host
+    body itself stores nothing)."""
+    written: set[Var] = set()
+
+    def visit(node: object) -> None:
+        if not (isinstance(node, Call) and node.op == LAUNCH and node.args):
+            return
+        kernel = kernels.get(getattr(node.args[0], "value", ""))
+        if kernel is None:
+            return
+        stored = _stored_data(kernel)
+        for param, arg in zip(kernel.params, node.args[8:]):
+            buf = kernel.buffer_of(param)
+            if buf is not None and buf.data in stored and isinstance(arg, Var):
+                written.add(arg)
+
+    post_order_visit(host.body, visit)  # type: ignore[arg-type]
+    params = []
+    for var, spec in zip(host.params, sig.params):
+        buf = host.buffer_of(var)
+        hit = buf is not None and (buf.data in written or var in written)
+        params.append(dataclasses.replace(spec, written=spec.written or hit))
+    return dataclasses.replace(sig, params=tuple(params))
+
+
+def _stored_data(func: PrimFunc) -> set[Var]:
+    found: set[Var] = set()
+
+    def visit(node: object) -> None:
+        if isinstance(node, BufferStore):
+            found.add(node.buffer.data)
+
+    post_order_visit(func.body, visit)  # type: ignore[arg-type]
+    return found
 
 
 def _param_types(source: DeviceSource) -> dict[str, list[str | None]]:
@@ -169,6 +212,7 @@ def build_gpu_module(
         device_module = OpenCLModule(source.text, types)
     else:
         device_module = SourceModule(source.text, kind)
+    device_module.kernels = source.kernels  # type: ignore[attr-defined]
     module = GPUModule(hosts, device_module, resolved.spelling)
     module.build_times = {
         "codegen": generated - start,

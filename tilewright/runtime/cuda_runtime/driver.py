@@ -188,9 +188,8 @@ class EventTimer:
 
     def __init__(self, stream: int = 0, label: str = "") -> None:
         driver = _driver()
-        flags = driver.CUevent_flags.CU_EVENT_DEFAULT  # type: ignore[attr-defined]
-        (self.start,) = call("cuEventCreate", flags, kernel=label)
-        (self.end,) = call("cuEventCreate", flags, kernel=label)
+        (self.start,) = call("cuEventCreate", 0, kernel=label)  # 0: CU_EVENT_DEFAULT
+        (self.end,) = call("cuEventCreate", 0, kernel=label)
         self.stream = driver.CUstream(stream)  # type: ignore[attr-defined]
         self.label = label
 

@@ -1,0 +1,108 @@
+"""Host launch plans: launch dimensions evaluated from arguments; bad host bodies refused."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tilewright as tw
+from tilewright.codegen.signature import func_signature
+from tilewright.ir import BufferStore, IntImm, Var, dtype, op
+from tilewright.runtime import build_gpu_module, check_arguments
+from tilewright.runtime.launch_plan import HostProgram, LaunchPlanError, evaluate
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "codegen"))
+from gpu_kernels import symbolic_add, vector_add
+
+I32 = dtype("int32")
+
+
+class FakeCudaTensor:
+    """What torch and cupy expose for a CUDA tensor, without a GPU."""
+
+    def __init__(self, shape, typestr="<f4", strides=None, readonly=False):
+        self.__cuda_array_interface__ = {
+            "shape": shape,
+            "typestr": typestr,
+            "data": (4096, readonly),
+            "strides": strides,
+            "version": 3,
+        }
+
+
+def test_evaluate_matches_python_semantics():
+    n = Var("n", I32)
+    env = {n: -7}
+    assert evaluate(op.floordiv(n, 2), env) == -4
+    assert evaluate(op.floormod(n, 2), env) == 1
+    assert evaluate(op.truncdiv(n, 2), env) == -3  # C division rounds toward zero
+    assert evaluate(op.truncmod(n, 2), env) == -1
+    assert evaluate(op.max_value(n, IntImm(3, I32)) + 1, env) == 4
+    assert evaluate(op.select(n < 0, IntImm(1, I32), IntImm(2, I32)), env) == 1
+    with pytest.raises(LaunchPlanError, match="variable m is used but not bound"):
+        evaluate(Var("m", I32) + 1, env, "host function f")
+
+
+def test_symbolic_grid_is_computed_from_the_shape():
+    mod = symbolic_add()
+    program = HostProgram("main", mod["main"])
+    sig = func_signature("main", mod["main"])
+    a = FakeCudaTensor((1000,))
+    values = check_arguments(sig, (a, FakeCudaTensor((1000,)), 1.5), tw.cuda(0))
+    (launch,) = program.launches(values)
+    assert launch.kernel == "main_kernel"
+    assert launch.grid == (16, 1, 1) and launch.block == (64, 1, 1)
+    assert launch.args[0] is a and launch.args[2:] == (1000, 1.5)
+
+
+def test_cuda_array_interface_tensors_are_checked():
+    # The module's signature knows which buffers the kernels write (the host body writes none).
+    sig = build_gpu_module(vector_add("metal"), "metal").signatures["main"]
+    assert [p.written for p in sig.params] == [False, False, True]
+    good = FakeCudaTensor((1024,))
+    values = check_arguments(sig, (good, good, good), tw.cuda(0))
+    assert values == [good, good, good]
+    with pytest.raises(TypeError, match="argument B has dtype float16, expected float32"):
+        check_arguments(sig, (good, FakeCudaTensor((1024,), "<f2"), good), tw.cuda(0))
+    with pytest.raises(ValueError, match="argument C must be C-contiguous"):
+        check_arguments(sig, (good, good, FakeCudaTensor((1024,), strides=(8,))), tw.cuda(0))
+    with pytest.raises(ValueError, match="argument C is read-only but the kernel writes it"):
+        check_arguments(sig, (good, good, FakeCudaTensor((1024,), readonly=True)), tw.cuda(0))
+    with pytest.raises(ValueError, match=r"argument A is on cuda\(0\) but the kernel runs on cpu"):
+        check_arguments(sig, (good, good, good), tw.cpu(0))
+
+
+def test_host_body_must_only_launch():
+    mod = vector_add()
+    A = mod["main"].buffer_of(mod["main"].params[0])
+    bad = mod["main"].with_body(BufferStore(A, op.const(0.0, "float32"), (IntImm(0, I32),)))
+    with pytest.raises(LaunchPlanError, match="host function main: BufferStore cannot run"):
+        HostProgram("main", bad)
+
+
+def test_launch_of_an_unknown_kernel_is_refused():
+    mod = vector_add("opencl")
+    renamed = mod["main_kernel"].with_attr("global_symbol", "other_kernel")
+    with pytest.raises(ValueError, match="launches main_kernel, which the module does not define"):
+        build_gpu_module(mod.with_function("main_kernel", renamed), "opencl")
+
+
+def test_tw_build_calls_lower_module_then_build_gpu_module(monkeypatch):
+    import tilewright.driver as driver
+
+    lowered = vector_add("metal")
+    seen = []
+
+    def fake_lower(mod, kind):
+        seen.append(kind)
+        return lowered
+
+    monkeypatch.setattr(driver, "lower_module", fake_lower)
+    rt_mod = tw.build(lowered, target="metal")
+    assert seen == ["metal"]
+    assert "kernel void main_kernel(" in rt_mod.imported_modules[0].get_source()
+    with pytest.raises(RuntimeError, match="metal kernels cannot run here"):
+        rt_mod["main"](*(np.ones(1024, "float32"),) * 3)
