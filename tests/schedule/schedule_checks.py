@@ -9,8 +9,18 @@ import numpy as np
 from block_interpreter import run
 
 import tilewright as tw
-from tilewright.ir import IRModule, PrimFunc, assert_structural_equal
+from tilewright.ir import (
+    BlockRealize,
+    For,
+    IRModule,
+    PrimFunc,
+    Stmt,
+    Var,
+    assert_structural_equal,
+    collect_vars,
+)
 from tilewright.schedule import Schedule, Trace
+from tilewright.schedule.tree import children
 
 
 def as_module(mod: IRModule | PrimFunc) -> IRModule:
@@ -51,6 +61,39 @@ def check_numeric(sch: Schedule, original: IRModule | PrimFunc, seed: int = 0) -
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
 
 
+def check_well_formed(func: PrimFunc) -> None:
+    """Loops define distinct variables; blocks have unique names and one binding per
+    iterator; bindings and predicates use only enclosing loops and the function's symbols."""
+    symbols = set(func.params)
+    for _, buf in func.buffer_map:
+        symbols.update(collect_vars(buf.shape))
+    loop_vars: set[Var] = set()
+    names: set[str] = set()
+
+    def walk(stmt: Stmt, scope: frozenset[Var]) -> None:
+        if isinstance(stmt, For):
+            assert stmt.loop_var not in loop_vars, f"loop {stmt.loop_var.name} defined twice"
+            loop_vars.add(stmt.loop_var)
+            walk(stmt.body, scope | {stmt.loop_var})
+            return
+        if isinstance(stmt, BlockRealize):
+            block = stmt.block
+            assert block.name not in names, f"two blocks named {block.name}"
+            names.add(block.name)
+            assert len(stmt.iter_values) == len(block.iter_vars), block.name
+            used = set(collect_vars((stmt.iter_values, stmt.predicate)))
+            stray = used - scope - symbols
+            assert not stray, f"block {block.name} binds {sorted(v.name for v in stray)}"
+            inner = scope | {iv.var for iv in block.iter_vars}
+            for child in children(block):
+                walk(child, inner)
+            return
+        for child in children(stmt):
+            walk(child, scope)
+
+    walk(func.body, frozenset())
+
+
 def check_schedule(
     sch: Schedule,
     original: IRModule | PrimFunc,
@@ -60,6 +103,8 @@ def check_schedule(
 ) -> None:
     """The scheduled module equals ``expected``, replays, prints and parses back, and computes
     what the original computes."""
+    for _, func in sch.mod.items():
+        check_well_formed(func)
     if expected is not None:
         assert_structural_equal(sch.mod, as_module(expected))
     check_replay(sch, original)

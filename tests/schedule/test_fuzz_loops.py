@@ -10,6 +10,7 @@ import random
 import numpy as np
 import pytest
 from block_interpreter import run
+from schedule_checks import check_well_formed
 from schedule_corpus import CORPUS, Program
 
 import tilewright as tw
@@ -95,6 +96,7 @@ def test_random_schedule_matches_numpy(case: int) -> None:
         _apply_random(sch.copy(), program, rng)
         assert sch.mod is before and str(sch.trace) == trace
 
+    check_well_formed(sch.mod["main"])
     inputs = program.inputs(np.random.default_rng(case))
     outputs = run(sch.mod["main"], *inputs)
     for got, want in zip(outputs, program.reference(*inputs)):
