@@ -5,21 +5,29 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from tilewright import config
 from tilewright.ir import IRModule, PrimFunc
+from tilewright.transform.compact_buffer_allocation import compact_buffer_allocation
 from tilewright.transform.flatten_buffers import flatten_buffers
+from tilewright.transform.inject_thread_sync import inject_thread_sync
 from tilewright.transform.inline_unit_loops import inline_unit_loops
 from tilewright.transform.lower_blocks import lower_blocks
 from tilewright.transform.lower_init_block import lower_init_block
+from tilewright.transform.lower_vectorized import lower_vectorized
+from tilewright.transform.plan_buffer_allocation import plan_buffer_allocation
 from tilewright.transform.remove_no_op import remove_no_op
 from tilewright.transform.simplify import simplify
+from tilewright.transform.split_host_device import split_host_device
 from tilewright.transform.verify import verify_lowered
+from tilewright.transform.verify_gpu_code import verify_gpu_code
 
 logger = logging.getLogger(__name__)
 
-Pass = Callable[[PrimFunc], PrimFunc]
+# A pass maps a function to a function; the host/device split maps one to a module of several.
+Pass = Callable[[PrimFunc], "PrimFunc | IRModule"]
 
 
 @dataclass(frozen=True)
@@ -31,32 +39,45 @@ class Stage:
 
 
 CPU_TARGET_KINDS = ("c", "llvm")
+GPU_TARGET_KINDS = ("cuda", "opencl", "metal")
 
 
 def stages(target_kind: str = "c") -> tuple[Stage, ...]:
     """The lowering stages for ``target_kind``, in the order they run.
 
-    Passes for GPU kinds (thread bindings to launch dimensions, buffer compaction, barriers,
-    host/device split) take their place in this one list when they exist.
+    GPU kinds (``cuda``, ``opencl``, ``metal``) place and shrink shared/local buffers,
+    vectorize, insert barriers, check the kernels against the target and split the function
+    into a host function and its kernels (the last stage returns a module).
 
     Example::
 
         >>> [s.name for s in stages("c")][:2]
         ['lower_init_block', 'lower_blocks']
     """
-    if target_kind not in CPU_TARGET_KINDS:
+    gpu = target_kind in GPU_TARGET_KINDS
+    if target_kind not in CPU_TARGET_KINDS and not gpu:
         raise ValueError(
             f"no lowering pipeline for target kind {target_kind!r}; "
-            f"known kinds: {', '.join(CPU_TARGET_KINDS)}"
+            f"known kinds: {', '.join(CPU_TARGET_KINDS + GPU_TARGET_KINDS)}"
         )
-    return (
-        Stage("lower_init_block", lower_init_block),
-        Stage("lower_blocks", lower_blocks),
-        Stage("inline_unit_loops", inline_unit_loops),
-        Stage("flatten_buffers", flatten_buffers),
-        Stage("simplify", simplify),
-        Stage("remove_no_op", remove_no_op),
-        Stage("verify", verify_lowered),
+    return tuple(
+        stage
+        for stage, wanted in (
+            (Stage("lower_init_block", lower_init_block), True),
+            (Stage("lower_blocks", lower_blocks), True),
+            (Stage("inline_unit_loops", inline_unit_loops), True),
+            (Stage("plan_buffer_allocation", plan_buffer_allocation), gpu),
+            (Stage("compact_buffer_allocation", compact_buffer_allocation), gpu),
+            (Stage("flatten_buffers", flatten_buffers), True),
+            (Stage("simplify", simplify), True),
+            (Stage("lower_vectorized", lower_vectorized), gpu),
+            (Stage("inject_thread_sync", inject_thread_sync), gpu),
+            (Stage("remove_no_op", remove_no_op), True),
+            (Stage("verify", verify_lowered), True),
+            (Stage("verify_gpu_code", partial(verify_gpu_code, target_kind=target_kind)), gpu),
+            (Stage("split_host_device", partial(split_host_device, target_kind=target_kind)), gpu),
+        )
+        if wanted
     )
 
 
@@ -67,7 +88,9 @@ def lower_module(
 
     Args:
         mod: the module, as written or scheduled; a lone function is lowered as ``main``.
-        target_kind: the target's kind (``"c"`` or ``"llvm"`` for the CPU).
+        target_kind: the target's kind (``"c"`` or ``"llvm"`` for the CPU; ``"cuda"``,
+            ``"opencl"`` or ``"metal"``, whose lowered module holds for each function ``f``
+            a host function ``f`` and its kernels ``f_kernel``, ``f_kernel_1``, ...).
         dump_dir: when set (default: ``tilewright.config.get().dump_dir``), each function's
             IR is written before the first stage and after each one as
             ``<dump_dir>/<kernel>.<NN>_<stage>.txt``.
@@ -81,18 +104,34 @@ def lower_module(
     if isinstance(mod, PrimFunc):
         mod = IRModule({"main": mod})
     directory = Path(dump_dir) if dump_dir is not None else config.get().dump_dir
-    lowered = {}
+    lowered: dict[str, PrimFunc] = {}
     for name, func in mod.items():
+        if pipeline[-1].name == "split_host_device" and func.attr("global_symbol") is None:
+            func = func.with_attr("global_symbol", name)  # kernels are named after it
         _dump(directory, name, 0, "input", func)
+        current = [(name, func)]
         for number, stage in enumerate(pipeline, start=1):
             logger.debug("lowering %s: %s", name, stage.name)
-            try:
-                func = stage.run(func)
-            except ValueError as err:
-                # Passes name the block, buffer or variable; add which function and stage.
-                raise type(err)(f"lowering {name!r}, stage {stage.name}: {err}") from err
-            _dump(directory, name, number, stage.name, func)
-        lowered[name] = func
+            produced: list[tuple[str, PrimFunc]] = []
+            for part_name, part in current:
+                try:
+                    result = stage.run(part)
+                except ValueError as err:
+                    # Passes name the block, buffer or variable; add which function and stage.
+                    raise type(err)(f"lowering {name!r}, stage {stage.name}: {err}") from err
+                parts = [(part_name, result)]
+                if isinstance(result, IRModule):
+                    # The host function keeps the source's name; kernels follow it.
+                    (_, host), *kernels = result.items()
+                    parts = [(part_name, host), *kernels]
+                for out_name, out in parts:
+                    _dump(directory, out_name, number, stage.name, out)
+                    produced.append((out_name, out))
+            current = produced
+        for out_name, out in current:
+            if out_name in lowered:
+                raise ValueError(f"lowering {name!r}: function name {out_name!r} is taken twice")
+            lowered[out_name] = out
     return IRModule(lowered)
 
 

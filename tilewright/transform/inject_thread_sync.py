@@ -1,0 +1,236 @@
+"""Flat GPU loop nest → the same nest with a block barrier wherever shared memory crosses threads.
+
+Threads of a block run the kernel body side by side; a value one thread stores in shared
+memory is visible to another only after a barrier between the store and the load (read after
+write), and a thread may overwrite what another still has to read only after one (write after
+read, typically the next iteration's fetch into the same tile). The pass walks each kernel as
+the program one thread runs, keeps the shared accesses made since the last barrier, and puts
+``tw.sync_threads()`` before the first statement that conflicts with them; a serial loop whose
+next iteration conflicts with the end of the previous one gets a barrier at the top of its body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tilewright.ir import (
+    Allocate,
+    AttrStmt,
+    BufferLoad,
+    BufferStore,
+    Call,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    IntImm,
+    LetStmt,
+    PrimExpr,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
+    Var,
+    Visitor,
+    collect_vars,
+    seq,
+    structural_equal,
+    substitute,
+)
+from tilewright.ir.dtype import int32
+
+SYNC_OP = "tw.sync_threads"
+
+
+def sync_threads() -> Evaluate:
+    """The block-wide barrier statement (``__syncthreads()`` in CUDA).
+
+    Example::
+
+        >>> sync_threads()   # T.evaluate(T.call("tw.sync_threads"))
+    """
+    return Evaluate(Call(int32, SYNC_OP, ()))
+
+
+def is_sync(stmt: Stmt) -> bool:
+    """True for the barrier statement made by ``sync_threads``."""
+    return isinstance(stmt, Evaluate) and isinstance(stmt.value, Call) and stmt.value.op == SYNC_OP
+
+
+def inject_thread_sync(func: PrimFunc) -> PrimFunc:
+    """Insert the barriers each kernel needs for its ``shared`` buffers, and no others.
+
+    Two accesses of one shared buffer conflict when one writes, the other reads, and they are
+    not provably the same thread touching the same element (identical index over the thread
+    indices, no loop in between). Loops bound to ``threadIdx`` are not loops for this analysis:
+    every thread runs their body once, so their variables stand for the thread index.
+
+    Args:
+        func: a flattened function (one index per access) for a GPU target.
+
+    Example::
+
+        # before (window sum)                   # after
+        for ax0_0 in range(2):                    for ax0_0 in range(2):
+            A_shared[ax0_0 * 128 + t] = A[...]        A_shared[ax0_0 * 128 + t] = A[...]
+        B[...] = A_shared[t] + A_shared[t + 1]    sync_threads()
+                                                  B[...] = A_shared[t] + A_shared[t + 1]
+    """
+    return func.with_body(_Planner().stmt(func.body).stmt)
+
+
+@dataclass(frozen=True)
+class _Access:
+    data: Var
+    index: PrimExpr  # thread variables replaced by one variable per thread tag
+    write: bool
+    varying: frozenset[Var]  # loop variables that differ between the two sides of a check
+
+
+@dataclass
+class _Summary:
+    stmt: Stmt
+    head: list[_Access] = field(default_factory=list)  # accesses before the first barrier
+    tail: list[_Access] = field(default_factory=list)  # accesses after the last barrier
+    syncs: bool = False  # whether every execution passes a barrier
+
+
+def _conflict(before: list[_Access], after: list[_Access]) -> bool:
+    for a in before:
+        for b in after:
+            if a.data is not b.data or a.write == b.write:
+                continue
+            if a.varying or b.varying or not structural_equal(a.index, b.index):
+                return True
+            if any(x is not y for x, y in zip(collect_vars(a.index), collect_vars(b.index))):
+                return True
+    return False
+
+
+def _vary(accesses: list[_Access], var: Var) -> list[_Access]:
+    out = []
+    for access in accesses:
+        if var in collect_vars(access.index):
+            access = _Access(access.data, access.index, access.write, access.varying | {var})
+        out.append(access)
+    return out
+
+
+class _Planner:
+    def __init__(self) -> None:
+        self.shared: set[Var] = set()
+        self.canonical: dict[str, Var] = {}
+        self.rename: dict[Var, Var] = {}
+
+    def stmt(self, stmt: Stmt) -> _Summary:
+        method = getattr(self, f"stmt_{type(stmt).__name__}", None)
+        if method is not None:
+            return method(stmt)
+        accesses = self.accesses(stmt)
+        return _Summary(stmt, accesses, list(accesses))
+
+    def accesses(self, node: object) -> list[_Access]:
+        found: list[_Access] = []
+        planner = self
+
+        class _Find(Visitor):
+            def visit_BufferLoad(self, load: BufferLoad) -> None:
+                self.visit(load.indices)
+                planner.record(found, load.buffer.data, load.indices, write=False)
+
+            def visit_BufferStore(self, store: BufferStore) -> None:
+                self.visit((store.value, store.indices))
+                planner.record(found, store.buffer.data, store.indices, write=True)
+
+        _Find().visit(node)
+        return found
+
+    def record(self, found: list[_Access], data: Var, indices: tuple, write: bool) -> None:
+        if data not in self.shared:
+            return
+        index = substitute(indices[0] if len(indices) == 1 else indices, self.rename)
+        found.append(_Access(data, index, write, frozenset()))  # type: ignore[arg-type]
+
+    def stmt_Allocate(self, alloc: Allocate) -> _Summary:
+        if alloc.buffer.scope.startswith("shared"):
+            self.shared.add(alloc.buffer.data)
+        inner = self.stmt(alloc.body)
+        return _Summary(alloc.replace(body=inner.stmt), inner.head, inner.tail, inner.syncs)  # type: ignore[arg-type]
+
+    def stmt_LetStmt(self, stmt: LetStmt) -> _Summary:
+        inner = self.stmt(stmt.body)
+        value = self.accesses(stmt.value)
+        return _Summary(stmt.replace(body=inner.stmt), value + inner.head, inner.tail, inner.syncs)  # type: ignore[arg-type]
+
+    def stmt_AttrStmt(self, stmt: AttrStmt) -> _Summary:
+        inner = self.stmt(stmt.body)
+        return _Summary(stmt.replace(body=inner.stmt), inner.head, inner.tail, inner.syncs)  # type: ignore[arg-type]
+
+    def stmt_Evaluate(self, stmt: Evaluate) -> _Summary:
+        if is_sync(stmt):
+            return _Summary(stmt, [], [], True)
+        accesses = self.accesses(stmt)
+        return _Summary(stmt, accesses, list(accesses))
+
+    def stmt_SeqStmt(self, stmt: SeqStmt) -> _Summary:
+        out: list[Stmt] = []
+        head: list[_Access] = []
+        pending: list[_Access] = []
+        syncs = False
+        for child in stmt.seq:
+            inner = self.stmt(child)
+            if _conflict(pending, inner.head):
+                out.append(sync_threads())
+                syncs = True
+                pending = []
+            out.append(inner.stmt)
+            if not syncs:
+                head += inner.head
+            if inner.syncs:
+                syncs = True
+                pending = list(inner.tail)
+            else:
+                pending += inner.head
+        return _Summary(seq(*out), head, pending, syncs)
+
+    def stmt_IfThenElse(self, stmt: IfThenElse) -> _Summary:
+        cond = self.accesses(stmt.condition)
+        then = self.stmt(stmt.then_case)
+        other = self.stmt(stmt.else_case) if stmt.else_case is not None else _Summary(stmt)
+        new = stmt.replace(
+            then_case=then.stmt, else_case=other.stmt if stmt.else_case is not None else None
+        )
+        if then.syncs and other.syncs:
+            return _Summary(new, cond + then.head + other.head, then.tail + other.tail, True)  # type: ignore[arg-type]
+        every = cond + self.all_of(then) + self.all_of(other)
+        return _Summary(new, every, list(every))  # type: ignore[arg-type]
+
+    @staticmethod
+    def all_of(summary: _Summary) -> list[_Access]:
+        if not summary.syncs:
+            return summary.head
+        return summary.head + summary.tail
+
+    def stmt_For(self, loop: For) -> _Summary:
+        if loop.kind is ForKind.THREAD_BINDING:
+            return self.thread_loop(loop)
+        inner = self.stmt(loop.body)
+        head = _vary(inner.head, loop.loop_var)
+        tail = _vary(inner.tail, loop.loop_var)
+        body, syncs = inner.stmt, inner.syncs
+        if _conflict(tail if syncs else head, head):
+            # The next iteration's first accesses race with this one's last: wait at the top.
+            body = seq(sync_threads(), body)
+            head, syncs = [], True
+        runs = isinstance(loop.extent, IntImm) and loop.extent.value > 0
+        new = loop.replace(body=body)
+        if syncs and runs:
+            return _Summary(new, head, tail, True)  # type: ignore[arg-type]
+        every = _vary(self.all_of(inner), loop.loop_var)
+        return _Summary(new, every, list(every))  # type: ignore[arg-type]
+
+    def thread_loop(self, loop: For) -> _Summary:
+        tag = loop.thread_tag
+        if tag.startswith("blockIdx") or tag.startswith("threadIdx"):
+            self.rename[loop.loop_var] = self.canonical.setdefault(tag, loop.loop_var)
+        inner = self.stmt(loop.body)
+        return _Summary(loop.replace(body=inner.stmt), inner.head, inner.tail, inner.syncs)  # type: ignore[arg-type]

@@ -1,0 +1,168 @@
+"""Lowered GPU function → itself checked against the target's limits (shared memory made dynamic).
+
+Before code generation each kernel must fit the device: threads per block within the target's
+``max_num_threads`` (and each axis within CUDA's per-axis limits), shared memory within
+``max_shared_memory_per_block``, one extent per thread tag. On CUDA a kernel using more than
+48 KB of static shared memory gets its shared buffers moved to dynamic shared memory
+(``shared.dyn``), the only way to go past that limit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tilewright.ir import (
+    Allocate,
+    Buffer,
+    IntImm,
+    Mutator,
+    PrimFunc,
+    Stmt,
+    Var,
+    pre_order_visit,
+)
+from tilewright.transform.device_kernels import BLOCK_TAGS, Kernel, find_kernels
+
+STATIC_SHARED_LIMIT = 48 * 1024  # bytes of static __shared__ a CUDA kernel may declare
+SHARED_ALIGN = 16  # each dynamic shared buffer starts on a 16-byte boundary
+_AXIS_LIMITS = {"threadIdx.z": 64, "blockIdx.y": 65535, "blockIdx.z": 65535}
+
+
+class GPUCodeError(ValueError):
+    """A kernel does not fit the target (too many threads, too much shared memory)."""
+
+
+@dataclass(frozen=True)
+class GPULimits:
+    """What a target allows one kernel: its name for messages, kind and limits."""
+
+    name: str
+    kind: str
+    max_num_threads: int
+    max_shared_memory_per_block: int
+
+
+def target_limits(kind: str) -> GPULimits:
+    """The limits of the current target (``with Target(...)``), or of ``kind``'s defaults.
+
+    Example::
+
+        >>> with Target("nvidia/h200"):
+        ...     target_limits("cuda").max_num_threads
+        1024
+    """
+    # target sits beside codegen, after transform; imported on use to keep that order.
+    from tilewright.target import Target
+
+    target = Target.current()
+    if target is None or str(target.kind) != kind:
+        target = Target(kind)
+    return GPULimits(
+        str(target), kind, int(target.max_num_threads), int(target.max_shared_memory_per_block)
+    )
+
+
+def verify_gpu_code(
+    func: PrimFunc, target_kind: str = "cuda", limits: GPULimits | None = None
+) -> PrimFunc:
+    """Check every kernel of ``func`` against the target; return it (shared made dynamic).
+
+    Args:
+        func: a lowered function for a GPU target (before ``split_host_device``).
+        target_kind: ``"cuda"``, ``"opencl"`` or ``"metal"``.
+        limits: the limits to check against; by default those of ``Target.current()``.
+
+    Example::
+
+        >>> verify_gpu_code(lowered, "cuda")   # raises GPUCodeError on 2048 threads per block
+    """
+    limits = limits or target_limits(target_kind)
+    dynamic: set[Var] = set()
+    for kernel in find_kernels(func):
+        _check_threads(kernel, limits)
+        buffers = shared_buffers(kernel.root)
+        static = [b for b in buffers if b.scope == "shared"]
+        total = sum(buffer_bytes(b) for b in buffers)
+        if total > limits.max_shared_memory_per_block:
+            raise GPUCodeError(
+                f"kernel {kernel.name} uses {_kb(total)} KB of shared memory; the target "
+                f"{limits.name} allows {_kb(limits.max_shared_memory_per_block)} KB"
+            )
+        if target_kind == "cuda" and sum(buffer_bytes(b) for b in static) > STATIC_SHARED_LIMIT:
+            dynamic.update(b.data for b in static)
+    if not dynamic:
+        return func
+    return func.with_body(_MakeDynamic(dynamic).visit(func.body))  # type: ignore[arg-type]
+
+
+def buffer_bytes(buffer: Buffer) -> int:
+    """Bytes a shared allocation takes, rounded up to the 16-byte alignment of each buffer."""
+    count = math.prod(int(d.value) if isinstance(d, IntImm) else 0 for d in buffer.shape)
+    size = count * buffer.dtype.bytes
+    return (size + SHARED_ALIGN - 1) // SHARED_ALIGN * SHARED_ALIGN
+
+
+def shared_buffers(root: Stmt) -> list[Buffer]:
+    """The buffers allocated in ``shared`` or ``shared.dyn`` scope under ``root``, in order."""
+    found: list[Buffer] = []
+
+    def visit(node: object) -> bool:
+        if isinstance(node, Allocate) and node.buffer.scope.startswith("shared"):
+            for dim in node.buffer.shape:
+                if not isinstance(dim, IntImm):
+                    raise GPUCodeError(
+                        f"shared buffer {node.buffer.name} has symbolic size {dim}; shared "
+                        "memory needs a constant size"
+                    )
+            if all(b.data is not node.buffer.data for b in found):
+                found.append(node.buffer)
+        return True
+
+    pre_order_visit(root, visit)
+    return found
+
+
+def _kb(size: int) -> str:
+    value = size / 1024
+    return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
+
+
+def _check_threads(kernel: Kernel, limits: GPULimits) -> None:
+    threads = 1
+    parts = []
+    for tag, extent in kernel.extents.items():
+        if not isinstance(extent, IntImm):
+            if tag in BLOCK_TAGS:
+                raise GPUCodeError(
+                    f"kernel {kernel.name}: {tag} has extent {extent}, not a constant; the "
+                    "number of threads per block must be known when the kernel is built"
+                )
+            continue
+        limit = _AXIS_LIMITS.get(tag)
+        if limit is not None and extent.value > limit and limits.kind == "cuda":
+            raise GPUCodeError(
+                f"kernel {kernel.name}: {tag} has extent {extent.value}; CUDA allows at "
+                f"most {limit} along that axis"
+            )
+        if tag in BLOCK_TAGS:
+            threads *= extent.value
+            parts.append(f"{tag}={extent.value}")
+    if threads > limits.max_num_threads:
+        raise GPUCodeError(
+            f"kernel {kernel.name} uses {threads} threads per block ({', '.join(parts)}); "
+            f"the target {limits.name} allows {limits.max_num_threads}"
+        )
+
+
+class _MakeDynamic(Mutator):
+    def __init__(self, data: set[Var]) -> None:
+        super().__init__()
+        self.data = data
+
+    def visit_Buffer(self, buffer: Buffer) -> Buffer:
+        # One replacement per buffer, so that every use keeps pointing at the same object.
+        if buffer not in self.buffer_map:
+            moved = buffer.data in self.data and buffer.scope == "shared"
+            self.buffer_map[buffer] = buffer.replace(scope="shared.dyn") if moved else buffer  # type: ignore[assignment]
+        return self.buffer_map[buffer]
