@@ -91,11 +91,11 @@ def vector_add(kind: str = "cuda", n: int = 1024, threads: int = 128, dt: str = 
     return IRModule({"main": host([A, B, C], call), "main_kernel": dev})
 
 
-def window_sum(kind: str = "cuda"):
+def window_sum(kind: str = "cuda", scope: str = "shared"):
     """The notebook's B[i] = A[i] + A[i + 1] + A[i + 2] with A staged in shared memory."""
     A = decl_buffer((1026,), "float32", "A")
     B = decl_buffer((1024,), "float32", "B")
-    shared = decl_buffer((130,), "float32", "A_shared", "shared")
+    shared = decl_buffer((130,), "float32", "A_shared", scope)
     bx, tx, ax = Var("i_0", I32), Var("i_1", I32), Var("ax0_0", I32)
     fetch = serial(ax, 2, IfThenElse(
         op.floordiv(tx, 2) + ax * 64 < 65,
@@ -104,8 +104,10 @@ def window_sum(kind: str = "cuda"):
     compute = BufferStore(B, shared[tx] + shared[tx + 1] + shared[tx + 2], (bx * 128 + tx,))
     inner = Allocate(shared, seq(fetch, sync(), compute))
     body = bind(bx, 8, "blockIdx.x", bind(tx, 128, "threadIdx.x", inner))
-    dev = kernel("main_kernel", [A, B], body, {"blockIdx.x": 8, "threadIdx.x": 128}, kind)
-    call = launch("main_kernel", (8, 1, 1), (128, 1, 1), (A.data, B.data))
+    dyn = 520 if scope == "shared.dyn" else 0
+    extents = {"blockIdx.x": 8, "threadIdx.x": 128}
+    dev = kernel("main_kernel", [A, B], body, extents, kind, shared=dyn)
+    call = launch("main_kernel", (8, 1, 1), (128, 1, 1), (A.data, B.data), shared=dyn)
     return IRModule({"main": host([A, B], call), "main_kernel": dev})
 
 

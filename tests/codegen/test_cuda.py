@@ -8,7 +8,7 @@ import pytest
 from gpu_kernels import vector_add, vector_copy, vector_scale, window_sum
 
 from tilewright import config
-from tilewright.codegen import CodegenError, codegen_cuda
+from tilewright.codegen import CodegenError, codegen_cuda, generate_cuda
 from tilewright.runtime.cuda_runtime.nvrtc import CUDACompileError, compile_cuda, nvrtc_version
 
 
@@ -42,6 +42,24 @@ def test_window_sum_has_one_shared_array_and_one_barrier():
     body = text[text.index("{") :]
     assert body.index("A_shared[130]") < body.index("int i_0")  # declared at kernel scope
     assert "B[i_0 * 128 + i_1] = A_shared[i_1] + A_shared[i_1 + 1] + A_shared[i_1 + 2];" in text
+
+
+def test_dynamic_shared_memory():
+    src = generate_cuda(window_sum(scope="shared.dyn"))
+    assert "extern __shared__ __align__(16) unsigned char tw_dyn_shared[];" in src.text
+    assert "float* A_shared = (float*)tw_dyn_shared;" in src.text
+    assert src.dyn_shared_bytes == {"main_kernel": 528}  # 520 rounded up to 16
+
+
+def test_symbolic_extent_gives_no_launch_bounds():
+    from tilewright.ir import Var, attrs, dtype
+
+    mod = vector_add()
+    kernel = mod["main_kernel"]
+    n = Var("n", dtype("int32"))
+    kernel = kernel.with_attr("thread_extent", attrs({"blockIdx.x": n, "threadIdx.x": 128}))
+    text = codegen_cuda(mod.with_function("main_kernel", kernel))
+    assert "__launch_bounds__(128) main_kernel(" in text
 
 
 def test_float4_load_and_store_with_operators():
@@ -99,7 +117,7 @@ def test_unknown_thread_tag_is_an_error():
 @pytest.mark.parametrize(
     "build",
     [vector_add, window_sum, vector_scale, vector_copy,
-     lambda: vector_scale(lanes=2, dt="float16")],
+     lambda: vector_scale(lanes=2, dt="float16"), lambda: window_sum(scope="shared.dyn")],
 )  # fmt: skip
 def test_source_compiles_for_sm90(build):
     text = codegen_cuda(build())

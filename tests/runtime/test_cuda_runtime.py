@@ -70,8 +70,9 @@ def test_vector_add_on_gpu():
 
 
 @gpu
-def test_shared_memory_window_sum_on_gpu():
-    rt_mod = build_gpu_module(window_sum("cuda"), "cuda")
+@pytest.mark.parametrize("scope", ["shared", "shared.dyn"])
+def test_shared_memory_window_sum_on_gpu(scope):
+    rt_mod = build_gpu_module(window_sum("cuda", scope), "cuda")
     a = np.random.rand(1026).astype("float32")
     b = tw.nd.empty((1024,), "float32", tw.cuda(0))
     rt_mod["main"](tw.nd.array(a, tw.cuda(0)), b)

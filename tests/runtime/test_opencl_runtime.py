@@ -37,8 +37,9 @@ def test_vector_add_matches_numpy():
     assert "__kernel void main_kernel" in rt_mod.imported_modules[0].get_source()
 
 
-def test_local_memory_and_barrier():
-    rt_mod = build_gpu_module(window_sum("opencl"), "opencl")
+@pytest.mark.parametrize("scope", ["shared", "shared.dyn"])
+def test_local_memory_and_barrier(scope):
+    rt_mod = build_gpu_module(window_sum("opencl", scope), "opencl")
     a = np.random.rand(1026).astype("float32")
     b = tw.nd.empty((1024,), "float32", tw.opencl(0))
     rt_mod["main"](_dev(a), b)

@@ -153,10 +153,11 @@ def generate_cuda(mod: IRModule) -> DeviceSource:
         >>> print(generate_cuda(lowered).text)
         extern "C" __global__ void __launch_bounds__(128) main_kernel(float* __restrict__ A, ...
     """
-    pieces, helpers, uses, kernels = [], {}, set(), {}
+    pieces, helpers, uses, kernels, dynamic = [], {}, set(), {}, {}
     for name, func in device_functions(mod, "cuda"):
         printer = CUDAPrinter()
         pieces.append(printer.kernel(name, func))
+        dynamic[name] = printer.dyn_offset
         for key, text in printer.helpers.items():
             helpers.setdefault(key, text)
         uses |= printer.uses
@@ -167,7 +168,7 @@ def generate_cuda(mod: IRModule) -> DeviceSource:
     if "bfloat16" in uses:
         lines.append("#include <cuda_bf16.h>")
     text = "\n".join(lines) + "\n\n" + "".join(h + "\n" for h in helpers.values())
-    return DeviceSource(text + "\n\n".join(pieces) + "\n", "cuda", kernels)
+    return DeviceSource(text + "\n\n".join(pieces) + "\n", "cuda", kernels, dynamic)
 
 
 def codegen_cuda(mod: IRModule) -> str:

@@ -45,12 +45,16 @@ def thread_extents(func: PrimFunc) -> dict[str, int]:
 
     Example::
 
-        >>> thread_extents(kernel)
+        >>> thread_extents(kernel)     # constant extents only
         {'blockIdx.x': 8, 'threadIdx.x': 128}
     """
     raw = func.attr("thread_extent", ()) or ()
     items = raw.items() if isinstance(raw, dict) else raw
-    return {str(k): int(v) for k, v in items}  # type: ignore[call-overload]
+    out: dict[str, int] = {}
+    for key, value in items:
+        if isinstance(value, int | IntImm):  # symbolic extents are known only at launch
+            out[str(key)] = int(value)
+    return out
 
 
 class DevicePrinter(CLikePrinter):
@@ -273,6 +277,8 @@ class DeviceSource:
     text: str
     language: str
     kernels: dict[str, PrimFunc]
+    # kernel → bytes of dynamic shared memory its declarations use (CUDA's shared.dyn)
+    dyn_shared_bytes: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def device_functions(mod: object, kind: str) -> list[tuple[str, PrimFunc]]:

@@ -206,6 +206,7 @@ def build_gpu_module(
         arch = driver.device_arch(0) or resolved.arch or "sm_90"
         cubin = compile_cuda(source.text, arch, list(source.kernels), compiler)
         device_module = CUDAModule(source.text, cubin, arch, types)
+        device_module.dyn_shared_bytes = dict(source.dyn_shared_bytes)
     elif kind == "opencl":
         from tilewright.runtime.opencl_runtime import OpenCLModule
 

@@ -7,6 +7,7 @@ without one every call raises ``CUDAError`` ("no CUDA device ...").
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 
@@ -53,6 +54,8 @@ class CUDAModule(Module):
         self.arch = arch
         self.param_types = param_types  # kernel → per parameter: None (pointer) or a dtype
         self.device: Device = cuda(0)
+        # kernel → dynamic shared bytes its code declares (launches get at least this much)
+        self.dyn_shared_bytes: dict[str, int] = {}
         self._loaded: driver.LoadedModule | None = None
 
     def prepare(self) -> None:
@@ -86,8 +89,9 @@ class CUDAModule(Module):
             packed = driver.KernelArgs(
                 [_ctype(v, t, item.kernel) for v, t in zip(item.args, types)]
             )
-            function = module.function(item.kernel, item.dyn_shared_bytes)
-            steps.append((function, item, packed))
+            shared = max(item.dyn_shared_bytes, self.dyn_shared_bytes.get(item.kernel, 0))
+            function = module.function(item.kernel, shared)
+            steps.append((function, dataclasses.replace(item, dyn_shared_bytes=shared), packed))
         index = self.device.device_id
 
         def run() -> None:
