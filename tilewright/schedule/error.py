@@ -64,11 +64,22 @@ class ScheduleError(Exception):
         self.primitive = primitive
         self.rule = rule
         self.detail = detail
-        self.ir = render(func, marked) if func is not None else ""
-        text = f"{primitive}: {detail}\n  rule {rule}: {RULES.get(rule, rule)}"
-        if self.ir:
-            text += "\n" + self.ir
-        super().__init__(text)
+        self._func = func
+        self._marked = marked
+        self._ir: str | None = None
+        super().__init__(f"{primitive}: {detail}")
+
+    @property
+    def ir(self) -> str:
+        # Printed on first use: a tuner that tries primitives and catches refusals never pays.
+        if self._ir is None:
+            self._ir = render(self._func, self._marked) if self._func is not None else ""
+        return self._ir
+
+    def __str__(self) -> str:
+        statement = RULES.get(self.rule, self.rule)
+        text = f"{self.primitive}: {self.detail}\n  rule {self.rule}: {statement}"
+        return f"{text}\n{self.ir}" if self.ir else text
 
 
 def render(func: PrimFunc, marked: Node | None) -> str:
