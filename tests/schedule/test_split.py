@@ -292,3 +292,31 @@ def test_symbolic_extent_split_and_parallel() -> None:
     j0, _ = sch.split(j, [None, 10])
     sch.parallel(j0)
     check_schedule(sch, sym, expected, numeric=False)
+
+
+def test_three_splits_with_predicates_keep_the_predicate_in_horner_form() -> None:
+    @T.prim_func
+    def cube(A: T.Buffer((16, 16, 16), "float32"), B: T.Buffer((16, 16, 16), "float32")):
+        for i, j, k in T.grid(16, 16, 16):
+            with T.block("B"):
+                vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+                B[vi, vj, vk] = A[vi, vj, vk] * T.float32(2)
+
+    @T.prim_func
+    def expected(A: T.Buffer((16, 16, 16), "float32"), B: T.Buffer((16, 16, 16), "float32")):
+        for i_0, i_1, i_2, j_0, j_1, k_0, k_1 in T.grid(3, 2, 3, 1, 17, 3, 6):
+            with T.block("B"):
+                vi = T.axis.spatial(16, i_0 * 6 + i_1 * 3 + i_2)
+                vj = T.axis.spatial(16, j_0 * 17 + j_1)
+                vk = T.axis.spatial(16, k_0 * 6 + k_1)
+                T.where(
+                    (i_0 * 2 + i_1) * 3 + i_2 < 16 and j_0 * 17 + j_1 < 16 and k_0 * 6 + k_1 < 16
+                )
+                B[vi, vj, vk] = A[vi, vj, vk] * T.float32(2)
+
+    sch = Schedule(cube)
+    i, j, k = sch.get_loops(sch.get_block("B"))
+    sch.split(i, [3, 2, 3])
+    sch.split(j, [None, 17])
+    sch.split(k, [3, None])
+    check_schedule(sch, cube, expected)
