@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 
 import pytest
@@ -141,3 +142,11 @@ def test_cubins_are_cached(tmp_path):
         assert len(list((tmp_path / "cuda").glob("*.cubin"))) == 1
         compile_cuda(codegen_cuda(vector_add()), "sm_90", ["main_kernel"], "nvrtc")
         assert len(list((tmp_path / "cuda").glob("*.cubin"))) == 1
+
+
+def test_unknown_or_missing_compiler_is_a_clear_error():
+    with pytest.raises(ValueError, match="compiler must be auto, nvrtc, nvcc or cupy, got 'clang'"):
+        compile_cuda("", "sm_90", ["k"], "clang")
+    if importlib.util.find_spec("cupy_backends") is None:
+        with pytest.raises(CUDACompileError, match="cannot compile CUDA kernel k: cupy's NVRTC"):
+            compile_cuda("", "sm_90", ["k"], "cupy")

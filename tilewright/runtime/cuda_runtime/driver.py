@@ -21,7 +21,10 @@ class CUDAError(RuntimeError):
 @functools.cache
 def _driver() -> object:
     try:
-        from cuda.bindings import driver
+        try:
+            from cuda.bindings import driver
+        except ImportError:  # cuda-python before 12.6 named the module cuda.cuda
+            from cuda import cuda as driver  # type: ignore[no-redef]
     except ImportError as err:
         raise CUDAError(
             f"{_NO_DEVICE}: the cuda-bindings package is not installed "

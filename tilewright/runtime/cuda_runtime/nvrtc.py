@@ -26,7 +26,10 @@ class CUDACompileError(RuntimeError):
 @functools.cache
 def _nvrtc() -> object | None:
     try:
-        from cuda.bindings import nvrtc
+        try:
+            from cuda.bindings import nvrtc
+        except ImportError:  # cuda-python before 12.6 named the module cuda.nvrtc
+            from cuda import nvrtc  # type: ignore[no-redef]
 
         result = nvrtc.nvrtcVersion()[0]
     except Exception:  # a missing wheel or a missing libnvrtc both mean "use nvcc"
@@ -92,7 +95,8 @@ def compile_cuda(
         source: a CUDA translation unit.
         arch: the GPU architecture, e.g. ``"sm_90"``.
         kernels: the kernel names, quoted in error messages.
-        compiler: ``"nvrtc"``, ``"nvcc"`` or ``"auto"`` (NVRTC when it loads, else nvcc).
+        compiler: ``"nvrtc"``, ``"nvcc"``, ``"cupy"`` (the NVRTC cupy loads) or ``"auto"``
+            (NVRTC through cuda-bindings when it loads, else nvcc, else cupy's NVRTC).
         options: extra compiler options.
 
     Example::
@@ -100,24 +104,28 @@ def compile_cuda(
         >>> cubin = compile_cuda(generate_cuda(lowered).text, "sm_90", ["main_kernel"])
     """
     label = ", ".join(kernels) or "kernel"
-    if compiler not in ("auto", "nvrtc", "nvcc"):
-        raise ValueError(f"compile_cuda: compiler must be auto, nvrtc or nvcc, got {compiler!r}")
+    if compiler not in ("auto", "nvrtc", "nvcc", "cupy"):
+        raise ValueError(
+            f"compile_cuda: compiler must be auto, nvrtc, nvcc or cupy, got {compiler!r}"
+        )
     use = compiler
     if use == "auto":
-        use = "nvrtc" if _nvrtc() is not None else "nvcc"
-    identity = nvrtc_version() if use == "nvrtc" else nvcc_version()
+        use = "nvrtc" if _nvrtc() is not None else "nvcc" if nvcc_version() else "cupy"
+    identity = {"nvrtc": nvrtc_version, "nvcc": nvcc_version, "cupy": cupy_nvrtc_version}[use]()
     if identity is None:
-        raise CUDACompileError(
-            f"cannot compile CUDA kernel {label}: "
-            + (
-                "NVRTC could not be loaded (pip install cuda-bindings nvidia-cuda-nvrtc)"
-                if compiler == "nvrtc"
-                else "neither NVRTC (pip install cuda-bindings nvidia-cuda-nvrtc) nor nvcc "
+        missing = {
+            "nvrtc": "NVRTC could not be loaded (pip install cuda-bindings nvidia-cuda-nvrtc)",
+            "nvcc": "nvcc is not on the PATH",
+            "cupy": "cupy's NVRTC could not be loaded",
+        }.get(compiler, "")
+        if compiler == "auto":
+            missing = (
+                "neither NVRTC (pip install cuda-bindings nvidia-cuda-nvrtc), nvcc nor cupy "
                 "is available"
             )
-        )
+        raise CUDACompileError(f"cannot compile CUDA kernel {label}: {missing}")
     flags = [f"--gpu-architecture={arch}", "-std=c++17", *options]
-    if use == "nvrtc":  # nvcc finds its own toolkit's headers
+    if use != "nvcc":  # nvcc finds its own toolkit's headers
         flags += [f"-I{d}" for d in include_dirs()]
     key = hashlib.sha256("\0".join([source, arch, use, identity, *flags]).encode()).hexdigest()
     cached = Path(config.get().cache_dir) / "cuda" / f"{key}.cubin"
@@ -125,6 +133,8 @@ def compile_cuda(
         return cached.read_bytes()
     if use == "nvrtc":
         cubin = _compile_nvrtc(source, flags, label, arch)
+    elif use == "cupy":
+        cubin = _compile_cupy(source, flags, label, arch)
     else:
         cubin = _compile_nvcc(source, flags, label, arch)
     cached.parent.mkdir(parents=True, exist_ok=True)
@@ -164,6 +174,35 @@ def _compile_nvrtc(source: str, flags: list[str], label: str, arch: str) -> byte
         return cubin
     finally:
         nvrtc.nvrtcDestroyProgram(program)  # type: ignore[attr-defined]
+
+
+def cupy_nvrtc_version() -> str | None:
+    """The NVRTC version cupy loads (a fallback where cuda-bindings has no NVRTC)."""
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+
+        major, minor = nvrtc.getVersion()
+    except Exception:  # cupy absent, or its NVRTC missing
+        return None
+    return f"cupy-{major}.{minor}"
+
+
+def _compile_cupy(source: str, flags: list[str], label: str, arch: str) -> bytes:
+    from cupy_backends.cuda.libs import nvrtc
+
+    program = nvrtc.createProgram(source, "tilewright.cu", (), ())
+    try:
+        try:
+            nvrtc.compileProgram(program, flags)
+        except nvrtc.NVRTCError:
+            log = nvrtc.getProgramLog(program)
+            raise CUDACompileError(
+                f"NVRTC (through cupy) failed to compile CUDA kernel {label} for {arch}:\n"
+                f"{log}\n--- source ---\n{_numbered(source)}"
+            ) from None
+        return bytes(nvrtc.getCUBIN(program))
+    finally:
+        nvrtc.destroyProgram(program)
 
 
 def _compile_nvcc(source: str, flags: list[str], label: str, arch: str) -> bytes:
