@@ -156,3 +156,29 @@ def symbolic_add(kind: str = "cuda", threads: int = 64):
     grid = op.floordiv(n + (threads - 1), threads)
     call = launch("main_kernel", (grid, 1, 1), (threads, 1, 1), (A.data, B.data, n, x))
     return IRModule({"main": host([A, B], call, scalars=(x,)), "main_kernel": dev})
+
+
+def expressions(kind: str = "cuda", dt: str = "float32", n: int = 256):
+    """B[i] from A[i] through a let, min/max, select, if_then_else, floordiv/floormod, exp."""
+    from tilewright.ir import Let
+
+    A, B = (decl_buffer((n,), dt, name) for name in "AB")
+    i, t = Var("i", I32), Var("t", dtype(dt))
+    x = A[i]
+    bound = Let(t, x * op.const(1.5, dt), op.max_value(t, op.const(0.25, dt)))
+    picked = op.select(op.eq(op.floormod(i - 7, 5), 0), bound + op.min_value(x, op.const(0.5, dt)),
+                       op.math_call("exp", x))  # fmt: skip
+    value = op.if_then_else(op.floordiv(i - 100, 3) < 2, picked, op.cast(op.floordiv(i, 3), dt))
+    body = bind(i, n, "threadIdx.x", BufferStore(B, value, (i,)))
+    dev = kernel("main_kernel", [A, B], body, {"threadIdx.x": n}, kind)
+    call = launch("main_kernel", (1, 1, 1), (n, 1, 1), (A.data, B.data))
+    return IRModule({"main": host([A, B], call), "main_kernel": dev})
+
+
+def expressions_reference(a):
+    """numpy's value of ``expressions`` on input ``a``."""
+    import numpy as np
+
+    i = np.arange(a.shape[0])
+    picked = np.where((i - 7) % 5 == 0, np.maximum(a * 1.5, 0.25) + np.minimum(a, 0.5), np.exp(a))
+    return np.where((i - 100) // 3 < 2, picked, (i // 3).astype(a.dtype))

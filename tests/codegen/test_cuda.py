@@ -6,7 +6,7 @@ import importlib.util
 import shutil
 
 import pytest
-from gpu_kernels import vector_add, vector_copy, vector_scale, window_sum
+from gpu_kernels import expressions, vector_add, vector_copy, vector_scale, window_sum
 
 from tilewright import config
 from tilewright.codegen import CodegenError, codegen_cuda, generate_cuda
@@ -43,6 +43,12 @@ def test_window_sum_has_one_shared_array_and_one_barrier():
     body = text[text.index("{") :]
     assert body.index("A_shared[130]") < body.index("int i_0")  # declared at kernel scope
     assert "B[i_0 * 128 + i_1] = A_shared[i_1] + A_shared[i_1 + 1] + A_shared[i_1 + 2];" in text
+
+
+def test_let_is_a_lambda_and_floordiv_a_helper():
+    text = codegen_cuda(expressions())
+    assert "[&]() { float t = A[i] * 1.5f; return max(t, 0.25f); }()" in text
+    assert "static __device__ __forceinline__ int tw_floordiv_i32(int a, int b)" in text
 
 
 def test_dynamic_shared_memory():
@@ -118,7 +124,8 @@ def test_unknown_thread_tag_is_an_error():
 @pytest.mark.parametrize(
     "build",
     [vector_add, window_sum, vector_scale, vector_copy,
-     lambda: vector_scale(lanes=2, dt="float16"), lambda: window_sum(scope="shared.dyn")],
+     lambda: vector_scale(lanes=2, dt="float16"), lambda: window_sum(scope="shared.dyn"),
+     expressions, lambda: expressions(dt="float16")],
 )  # fmt: skip
 def test_source_compiles_for_sm90(build):
     text = codegen_cuda(build())

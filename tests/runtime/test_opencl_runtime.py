@@ -13,7 +13,14 @@ from tilewright import config
 from tilewright.runtime import build_gpu_module, opencl_runtime
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "codegen"))
-from gpu_kernels import symbolic_add, vector_add, vector_scale, window_sum
+from gpu_kernels import (
+    expressions,
+    expressions_reference,
+    symbolic_add,
+    vector_add,
+    vector_scale,
+    window_sum,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -61,6 +68,14 @@ def test_symbolic_grid_and_scalar_argument():
         b = tw.nd.empty((n,), "float32", tw.opencl(0))
         rt_mod["main"](_dev(a), b, 2.5)
         np.testing.assert_allclose(b.numpy(), a + 2.5, rtol=1e-6)
+
+
+def test_expressions_match_numpy():
+    rt_mod = build_gpu_module(expressions("opencl"), "opencl")
+    a = np.random.rand(256).astype("float32")
+    b = tw.nd.empty((256,), "float32", tw.opencl(0))
+    rt_mod["main"](_dev(a), b)
+    np.testing.assert_allclose(b.numpy(), expressions_reference(a), rtol=1e-5)
 
 
 def test_time_evaluator():

@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-from tilewright.codegen.c_like import Expr
+from tilewright.codegen.c_like import PREC_UNARY, Expr
 from tilewright.codegen.device_printer import (
     DevicePrinter,
     DeviceSource,
     device_functions,
     thread_extents,
 )
-from tilewright.ir import DataType, FloatImm, IRModule, PrimFunc, Var
+from tilewright.ir import DataType, FloatImm, IRModule, Let, PrimFunc, Var
 
 _INT_TYPES = {
     "bool": "bool",
@@ -90,6 +90,26 @@ class CUDAPrinter(DevicePrinter):
                 text = f"(double){text}"
             return Expr(text)
         return super().expr_FloatImm(e)
+
+    def call_intrinsic(self, name: str, dtype: DataType, args: tuple) -> Expr:
+        if not (dtype.is_float and dtype.bits == 16):
+            return super().call_intrinsic(name, dtype, args)
+        # CUDA's math library works in float: convert in, and the result back to half.
+        single = self.intrinsics[name][0]
+        texts = [f"(float){self.operand(a, PREC_UNARY)}" for a in args]
+        return Expr(f"(({self.value_type(dtype)}){single.format(*texts)})")
+
+    def expr_Let(self, e: Let) -> Expr:
+        if e.var.dtype.lanes != 1:
+            raise self.vector_error(e)
+        # NVRTC has no GNU statement expressions: an immediately called lambda binds the value.
+        value = self.expr_text(e.value)
+        name = self.define(e.var)
+        if self.is_nonneg(e.value):
+            self.nonneg.add(e.var)
+        ctype = self.value_type(e.var.dtype)
+        body = self.expr_text(e.body)
+        return Expr(f"[&]() {{ {ctype} {name} = {value}; return {body}; }}()")
 
     def vector_arithmetic(self, dtype: DataType, lanes: int) -> bool:
         return (str(dtype.element), lanes) not in _RAW_VECTORS
