@@ -106,3 +106,31 @@ def test_tw_build_calls_lower_module_then_build_gpu_module(monkeypatch):
     assert "kernel void main_kernel(" in rt_mod.imported_modules[0].get_source()
     with pytest.raises(RuntimeError, match="metal kernels cannot run here"):
         rt_mod["main"](*(np.ones(1024, "float32"),) * 3)
+
+
+class FakeTorchTensor:
+    """The attributes of a torch CUDA tensor that the argument checks read."""
+
+    __module__ = "torch.fake"
+
+    def __init__(self, shape, dtype="torch.float32", contiguous=True):
+        self.shape, self.dtype, self._contiguous = shape, dtype, contiguous
+
+    def is_contiguous(self):
+        return self._contiguous
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("a CUDA tensor is never read on the host")
+
+
+def test_torch_tensors_are_read_through_their_attributes():
+    sig = build_gpu_module(vector_add("metal"), "metal").signatures["main"]
+    good = FakeTorchTensor((1024,))
+    assert check_arguments(sig, (good, good, good), tw.cuda(0)) == [good, good, good]
+    with pytest.raises(TypeError, match="argument A has dtype float16, expected float32"):
+        check_arguments(sig, (FakeTorchTensor((1024,), "torch.float16"), good, good), tw.cuda(0))
+    with pytest.raises(ValueError, match="argument B must be C-contiguous"):
+        check_arguments(sig, (good, FakeTorchTensor((1024,), contiguous=False), good), tw.cuda(0))

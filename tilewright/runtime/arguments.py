@@ -8,6 +8,7 @@ writability, and for scalars type and range. Errors name the function and the ar
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,10 @@ def _view(fn: str, p: ParamSpec, arg: object, dev: Device) -> _ArrayView:
             where = device(int(code), int(index))
         except ValueError:
             where = Device(int(code), int(index))
-        if where.kind == "cuda" and dev.kind == "cuda" and hasattr(arg, "__cuda_array_interface__"):
+        on_gpu = where.kind == "cuda" and dev.kind == "cuda"
+        if on_gpu and _is_torch(arg):
+            view = _torch_view(fn, p, arg, where)
+        elif on_gpu and hasattr(arg, "__cuda_array_interface__"):
             view = _cuda_view(fn, p, arg, where)
         elif where.kind != "cpu":
             raise ValueError(f"{fn}: argument {p.name} is on {where} but the kernel runs on {dev}")
@@ -116,6 +120,22 @@ def _view(fn: str, p: ParamSpec, arg: object, dev: Device) -> _ArrayView:
                 "pass numpy.ascontiguousarray(...) or a copy"
             )
     return view
+
+
+def _is_torch(arg: object) -> bool:
+    return type(arg).__module__.startswith("torch")
+
+
+def _torch_view(fn: str, p: ParamSpec, arg: object, where: Device) -> _ArrayView:
+    """A torch CUDA tensor, read through its attributes (its array interface is slower)."""
+    tensor: Any = arg
+    if p.strides is None and not tensor.is_contiguous():
+        raise ValueError(
+            f"{fn}: argument {p.name} must be C-contiguous (row-major, without gaps); "
+            "pass tensor.contiguous() or a copy"
+        )
+    dtype = str(tensor.dtype).removeprefix("torch.")
+    return _ArrayView(None, where, tuple(tensor.shape), dtype, arg)
 
 
 def _cuda_view(fn: str, p: ParamSpec, arg: object, where: Device) -> _ArrayView:

@@ -143,6 +143,8 @@ def _ctype(value: object, dtype: str | None, kernel: str) -> ctypes._SimpleCData
 def _pointer(value: object, kernel: str) -> int:
     if isinstance(value, NDArray):
         return int(value.buffer.ptr)  # type: ignore[attr-defined]
+    if type(value).__module__.startswith("torch"):
+        return int(value.data_ptr())  # type: ignore[attr-defined]
     if hasattr(value, "__cuda_array_interface__"):
         return int(value.__cuda_array_interface__["data"][0])  # type: ignore[attr-defined]
     if isinstance(value, int):
