@@ -12,7 +12,10 @@ next iteration conflicts with the end of the previous one gets a barrier at the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import gcd
 
+from tilewright.arith import Analyzer, eval_set, to_form
+from tilewright.arith.linear_form import LinearForm, build
 from tilewright.ir import (
     Allocate,
     AttrStmt,
@@ -27,6 +30,8 @@ from tilewright.ir import (
     LetStmt,
     PrimExpr,
     PrimFunc,
+    Ramp,
+    Range,
     SeqStmt,
     Stmt,
     Var,
@@ -59,10 +64,12 @@ def is_sync(stmt: Stmt) -> bool:
 def inject_thread_sync(func: PrimFunc) -> PrimFunc:
     """Insert the barriers each kernel needs for its ``shared`` buffers, and no others.
 
-    Two accesses of one shared buffer conflict when one writes, the other reads, and they are
-    not provably the same thread touching the same element (identical index over the thread
-    indices, no loop in between). Loops bound to ``threadIdx`` are not loops for this analysis:
-    every thread runs their body once, so their variables stand for the thread index.
+    Two accesses of one shared buffer conflict when one writes, the other reads, and another
+    thread may touch the element: not when both use the same index of the thread indices, nor
+    when each thread's elements (inner loops relaxed) lie in a slice of its own, such as
+    ``S[tx * 4 + j]`` for ``j`` in ``range(4)``. Loops bound to ``threadIdx`` are not loops
+    for this analysis: every thread runs their body once, so their variables stand for the
+    thread index. Existing barriers are kept and counted.
 
     Args:
         func: a flattened function (one index per access) for a GPU target.
@@ -94,16 +101,62 @@ class _Summary:
     syncs: bool = False  # whether every execution passes a barrier
 
 
-def _conflict(before: list[_Access], after: list[_Access]) -> bool:
-    for a in before:
-        for b in after:
-            if a.data is not b.data or a.write == b.write:
-                continue
-            if a.varying or b.varying or not structural_equal(a.index, b.index):
-                return True
-            if any(x is not y for x, y in zip(collect_vars(a.index), collect_vars(b.index))):
-                return True
-    return False
+def _same_element(a: _Access, b: _Access) -> bool:
+    """Both index the same element for any one thread (so no other thread is involved)."""
+    if a.varying or b.varying or not structural_equal(a.index, b.index):
+        return False
+    return all(x is y for x, y in zip(collect_vars(a.index), collect_vars(b.index), strict=True))
+
+
+def _interval(
+    index: PrimExpr, dom: dict[Var, Range], analyzer: Analyzer
+) -> tuple[PrimExpr, PrimExpr] | None:
+    last = IntImm(0, index.dtype.element)
+    if isinstance(index, Ramp):
+        if not isinstance(index.stride, IntImm) or index.stride.value < 0:
+            return None
+        last = IntImm(index.stride.value * (index.lanes - 1), index.base.dtype)
+        index = index.base
+    found = eval_set(index, dom, analyzer)
+    if found.min_value is None or found.max_value is None:
+        return None
+    return found.min_value, analyzer.simplify(found.max_value + last)
+
+
+def _spacing(terms: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """(least, largest) ``|phi(t) - phi(t')|`` over distinct threads, when ``phi`` is injective.
+
+    ``terms`` are (coefficient, extent) of ``phi(t) = sum(c * t)``; mixed-radix coefficients
+    (each past the whole span of the smaller ones) make ``phi`` injective.
+    """
+    terms = sorted((c, n) for c, n in terms if n > 1)
+    if not terms or terms[0][0] <= 0:
+        return None
+    gap = terms[0][0]
+    span = 0
+    for coef, extent in terms:
+        if span and coef - span < gap:
+            return None
+        span += coef * (extent - 1)
+    return gap, span
+
+
+def _congruent(a: LinearForm, b: LinearForm, span: int) -> bool:
+    """Both rests are one residue modulo a step larger than ``span`` (so the thread decides)."""
+    step = 0
+    for form in (a, b):
+        for _, _, coef in form.items():
+            step = gcd(step, coef)
+    return step > span and (a.const - b.const) % step == 0
+
+
+def _meets(x: tuple[int, int], y: tuple[int, int]) -> bool:
+    return x[0] <= y[1] and y[0] <= x[1]
+
+
+def build_of(part: tuple[dict[Var, int], LinearForm] | None) -> PrimExpr:
+    assert part is not None
+    return build(part[1])
 
 
 def _vary(accesses: list[_Access], var: Var) -> list[_Access]:
@@ -120,6 +173,76 @@ class _Planner:
         self.shared: set[Var] = set()
         self.canonical: dict[str, Var] = {}
         self.rename: dict[Var, Var] = {}
+        self.ranges: dict[Var, Range] = {}  # serial loop variables
+        self.thread_extent: dict[Var, int] = {}  # canonical threadIdx variable → extent
+        self.analyzer = Analyzer()
+
+    def conflict(self, before: list[_Access], after: list[_Access]) -> bool:
+        """A read after a write, or a write after a read, of one element by two threads."""
+        for a in before:
+            for b in after:
+                if a.data is not b.data or a.write == b.write:
+                    continue
+                if not _same_element(a, b) and not self.thread_private(a, b):
+                    return True
+        return False
+
+    def thread_private(self, a: _Access, b: _Access) -> bool:
+        """Whether no element of ``a`` can be one of ``b`` touched by another thread.
+
+        Both indices must read ``phi(t) + rest`` for one thread map ``phi(t) = sum(c_k * t_k)``
+        with mixed-radix coefficients (distinct threads differ by ``gap`` to ``span``). Then
+        either the rests are congruent modulo a step past ``span`` (``S[j * 32 + tx]`` against
+        ``S[96 + tx]``), or the differences that would make the two overlap avoid every
+        difference between two threads (``S[tx * 4 + j]`` against ``S[tx * 4 + 3 - j]``).
+        """
+        forms = [self.thread_part(x.index) for x in (a, b)]
+        if forms[0] is None or forms[1] is None or forms[0][0] != forms[1][0]:
+            return False
+        coefs = forms[0][0]
+        spacing = _spacing([(c, self.thread_extent[v]) for v, c in coefs.items()])
+        if spacing is None:
+            return False
+        gap, span = spacing
+        if _congruent(forms[0][1], forms[1][1], span):
+            return True
+        dom = {}
+        for var in a.varying | b.varying:
+            if var not in self.ranges:
+                return False
+            dom[var] = self.ranges[var]
+        ends = [_interval(x.index, dom, self.analyzer) for x in (a, b)]
+        if ends[0] is None or ends[1] is None:
+            return False
+        (lo_a, hi_a), (lo_b, hi_b) = (
+            tuple(self.thread_part(e) for e in pair)
+            for pair in ends  # type: ignore[union-attr]
+        )
+        if any(p is None or p[0] != coefs for p in (lo_a, hi_a, lo_b, hi_b)):
+            return False
+        # Element sets [phi + r, phi + s] of two threads meet when phi - phi' is in [low, high].
+        low = self.analyzer.simplify(build_of(lo_b) - build_of(hi_a))
+        high = self.analyzer.simplify(build_of(hi_b) - build_of(lo_a))
+        if not (isinstance(low, IntImm) and isinstance(high, IntImm)):
+            return False
+        apart = (low.value, high.value)
+        return not (_meets(apart, (gap, span)) or _meets(apart, (-span, -gap)))
+
+    def thread_part(self, expr: PrimExpr) -> tuple[dict[Var, int], LinearForm] | None:
+        """``expr`` as (threadIdx variable → coefficient, the rest), or None if not linear."""
+        if isinstance(expr, Ramp):
+            return None
+        form = to_form(expr)
+        coefs: dict[Var, int] = {}
+        rest = LinearForm(form.dtype, form.const)
+        for key, term, coef in form.items():
+            if isinstance(term, Var) and term in self.thread_extent:
+                coefs[term] = coef
+            elif any(v in self.thread_extent for v in collect_vars(term)):
+                return None
+            else:
+                rest.add_term(term, coef, key)
+        return coefs, rest
 
     def stmt(self, stmt: Stmt) -> _Summary:
         method = getattr(self, f"stmt_{type(stmt).__name__}", None)
@@ -178,7 +301,7 @@ class _Planner:
         syncs = False
         for child in stmt.seq:
             inner = self.stmt(child)
-            if _conflict(pending, inner.head):
+            if self.conflict(pending, inner.head):
                 out.append(sync_threads())
                 syncs = True
                 pending = []
@@ -213,11 +336,12 @@ class _Planner:
     def stmt_For(self, loop: For) -> _Summary:
         if loop.kind is ForKind.THREAD_BINDING:
             return self.thread_loop(loop)
+        self.ranges[loop.loop_var] = Range(loop.min, loop.extent)
         inner = self.stmt(loop.body)
         head = _vary(inner.head, loop.loop_var)
         tail = _vary(inner.tail, loop.loop_var)
         body, syncs = inner.stmt, inner.syncs
-        if _conflict(tail if syncs else head, head):
+        if self.conflict(tail if syncs else head, head):
             # The next iteration's first accesses race with this one's last: wait at the top.
             body = seq(sync_threads(), body)
             head, syncs = [], True
@@ -232,5 +356,7 @@ class _Planner:
         tag = loop.thread_tag
         if tag.startswith("blockIdx") or tag.startswith("threadIdx"):
             self.rename[loop.loop_var] = self.canonical.setdefault(tag, loop.loop_var)
+        if tag.startswith("threadIdx") and isinstance(loop.extent, IntImm):
+            self.thread_extent[self.canonical[tag]] = loop.extent.value
         inner = self.stmt(loop.body)
         return _Summary(loop.replace(body=inner.stmt), inner.head, inner.tail, inner.syncs)  # type: ignore[arg-type]
