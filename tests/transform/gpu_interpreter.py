@@ -31,18 +31,34 @@ class BarrierDivergence(AssertionError):
     """Some threads of a block finished while others wait at a barrier."""
 
 
-def run_module(mod: IRModule, name: str, *arrays: np.ndarray) -> list[np.ndarray]:
-    """Run host function ``name`` of a lowered GPU module on copies of ``arrays``; return them."""
+def run_module(mod: IRModule, name: str, *args: object) -> list[np.ndarray]:
+    """Run host function ``name`` of a lowered GPU module; return copies of the arrays.
+
+    ``args`` follow the function's parameters: an array for each buffer (copied, and its shape
+    binds symbolic dimensions), a number for each scalar.
+    """
     host = mod[name]
-    params = [p for p in host.params if host.buffer_of(p) is not None]
-    assert len(params) == len(arrays), "one array per buffer parameter"
-    copies = [np.array(a, copy=True) for a in arrays]
+    assert len(host.params) == len(args), "one argument per parameter"
+    copies: list[np.ndarray] = []
     memory: dict[Var, np.ndarray] = {}
-    for param, array in zip(params, copies):
+    env: dict[Var, object] = {}
+    for param, value in zip(host.params, args):
         buffer = host.buffer_of(param)
-        assert tuple(int(s) for s in buffer.shape) == array.shape, buffer.name
+        if buffer is None:
+            env[param] = value
+            continue
+        array = np.array(value, copy=True)
+        copies.append(array)
+        assert len(buffer.shape) == array.ndim, buffer.name
+        for dim, extent in zip(buffer.shape, array.shape):
+            if isinstance(dim, Var):
+                env[dim] = extent
+            else:
+                assert int(dim) == extent, f"{buffer.name}: shape {array.shape}"  # type: ignore[call-overload]
         memory[buffer.data] = array.reshape(-1)
-    _Host(mod, memory).exec(host.body)
+    machine = _Host(mod, memory)
+    machine.env.update(env)
+    machine.exec(host.body)
     return copies
 
 
