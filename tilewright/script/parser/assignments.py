@@ -22,6 +22,7 @@ from tilewright.script.parser.frames import (
     BufferDecl,
     BufferType,
     DTypeConstructor,
+    EnclosingDirective,
     VarDecl,
 )
 from tilewright.script.parser.statements import StatementParser, Wrap
@@ -111,6 +112,8 @@ class AssignmentParser(StatementParser):
         return BufferStore(buffer, stored, tuple(exprs))
 
     def _bind(self, target: ast.expr, value: object, node: ast.stmt) -> Stmt | Wrap | None:
+        if isinstance(value, EnclosingDirective):
+            return self._enclose(target, value)
         if isinstance(value, AxisRemap):
             return self._remap(target, value, node)
         if isinstance(target, ast.Tuple | ast.List):
@@ -147,6 +150,22 @@ class AssignmentParser(StatementParser):
             return Wrap(lambda rest: LetStmt(var, value, rest))
         self.scope.define(name, value)
         return None
+
+    def _enclose(self, target: ast.expr, directive: EnclosingDirective) -> Wrap:
+        many = isinstance(target, ast.Tuple | ast.List)
+        names = target.elts if many else [target]  # type: ignore[attr-defined]
+        if not all(isinstance(n, ast.Name) for n in names):
+            raise self.error(
+                target, f"expected plain names on the left, found {ast.unparse(target)}"
+            )
+        try:
+            bound, make = directive.enclose([n.id for n in names])  # type: ignore[attr-defined]
+        except (TypeError, ValueError) as err:
+            raise self.error(target, str(err)) from None
+        values = bound if many else (bound,)
+        for name, value in zip(names, values):  # type: ignore[arg-type]
+            self.scope.define(name.id, value)  # type: ignore[attr-defined]
+        return Wrap(make)
 
     def _loop_dom(self, binding: PrimExpr, node: ast.AST) -> Range:
         if not isinstance(binding, Var) or binding not in self.loop_ranges:

@@ -34,6 +34,7 @@ BINARY_OPERATORS: dict[type, Callable[[object, object], object]] = {
     ast.BitAnd: operator.and_,
     ast.BitOr: operator.or_,
     ast.BitXor: operator.xor,
+    ast.MatMult: operator.matmul,  # `4 @ laneid` in tile layouts
 }
 # Comparisons of IR operands build nodes; Python's own operators keep identity semantics.
 _COMPARE_IR: dict[type, Callable[[object, object], PrimExpr]] = {
@@ -248,6 +249,8 @@ class ExpressionEvaluator:
         owner = self.eval(node.value)
         if isinstance(owner, Buffer):
             items = self.index_items(node.slice)
+            if len(items) == 1 and isinstance(items[0], tuple):
+                items = items[0]  # `A[fs]` with `fs` a tuple of slices made outside
             self.check_indices(node, owner, len(items))
             try:
                 if any(isinstance(item, slice) for item in items):

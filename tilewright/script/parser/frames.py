@@ -9,6 +9,7 @@ on. The parser dispatches on these classes with ``isinstance``; no state is glob
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tilewright.ir import op
@@ -16,7 +17,7 @@ from tilewright.ir.buffer import Buffer, BufferRegion, decl_buffer
 from tilewright.ir.dtype import DataType, dtype, handle
 from tilewright.ir.expr import FloatImm, IntImm, PrimExpr, Range, Var
 from tilewright.ir.node import Node
-from tilewright.ir.stmt import Attrs, ForKind, IterKind
+from tilewright.ir.stmt import Attrs, ForKind, IterKind, Stmt
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,18 @@ class BufferDecl:
     kind: str
     spec: BufferType
     source: object = None
+
+
+class EnclosingDirective:
+    """A ``T.`` call whose statement encloses the rest of the body (the tile layer's
+    ``T.device_entry()`` and ``T.cta_id([...])``); subclasses live with their namespace.
+
+    ``enclose(names)`` gets the assignment's target names (``None`` for a bare call) and
+    returns the value those names bind and a function wrapping the rest of the body.
+    """
+
+    def enclose(self, names: list[str] | None) -> tuple[object, Callable[[Stmt], Stmt]]:
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)

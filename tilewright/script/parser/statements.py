@@ -38,6 +38,7 @@ from tilewright.script.parser.frames import (
     AttrFrame,
     BlockFrame,
     BufferDecl,
+    EnclosingDirective,
     InitFrame,
     LetFrame,
     LoopFrame,
@@ -141,6 +142,8 @@ class StatementParser(ExpressionEvaluator):
             else:
                 self._block(node, "T.block_attr").annotations.update(value.attrs)
             return None
+        if isinstance(value, EnclosingDirective):
+            return Wrap(value.enclose(None)[1])
         if isinstance(value, Stmt):
             return value
         if isinstance(value, PrimExpr):
