@@ -20,6 +20,7 @@ from tilewright.script.printer.function import (
     print_module,
 )
 from tilewright.script.printer.stmt import StmtPrinter
+from tilewright.script.printer.tirx import HEADER_TIRX, uses_tirx
 
 __all__ = ["script"]
 
@@ -55,6 +56,15 @@ def script(
         for i in range(8):  # <-- here
         ...
     """
+    if isinstance(node, IRModule | PrimFunc) and header and uses_tirx(node):
+        # A tile program re-parses only against the tirx namespaces: real imports.
+        lines = [HEADER_IR.lstrip("# ")] if isinstance(node, IRModule) else []
+        body = (
+            print_module(node, indent, marks)
+            if isinstance(node, IRModule)
+            else print_function(node, indent=indent, marks=marks)
+        )
+        return "\n".join([*lines, *HEADER_TIRX, "", "", *body])
     if isinstance(node, IRModule):
         heading = [HEADER_IR, HEADER_TIR, "", ""] if header else []
         return "\n".join(heading + print_module(node, indent, marks))

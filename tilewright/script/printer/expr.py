@@ -218,6 +218,12 @@ class ExprPrinter:
 
     def expr_Call(self, e: Call) -> tuple[str, int]:
         args = e.args
+        if e.op.startswith("tw."):
+            from tilewright.script.printer.tirx import tirx_call
+
+            text = tirx_call(self, e)  # type: ignore[arg-type]
+            if text is not None:
+                return text, ATOM
         if _reparses_as_intrinsic(e):
             return f"T.{e.op}({self.args(*args)})", ATOM
         head = f"{string(str(e.dtype))}, {string(e.op)}"

@@ -113,6 +113,12 @@ class _Definitions(Visitor):
         self.define(let.var)
         self.generic_visit(let)
 
+    def visit_ScopeId(self, scope: Node) -> None:
+        # tilewright.tirx's `lane = T.lane_id([32])` defines its variables.
+        for var in scope.vars:  # type: ignore[attr-defined]
+            self.define(var)
+        self.generic_visit(scope)
+
     def visit_Let(self, let: Let) -> None:
         self.define(let.var)
         self.generic_visit(let)

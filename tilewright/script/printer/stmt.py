@@ -79,7 +79,10 @@ class StmtPrinter(ExprPrinter):
                 method(s)
                 break
         else:
-            self.emit(self.generic(s))
+            from tilewright.script.printer.tirx import print_tile_stmt
+
+            if not print_tile_stmt(self, s):
+                self.emit(self.generic(s))
         self.mark(first, s)
         if isinstance(s, BlockRealize):
             self.mark(first, s.block)
@@ -288,6 +291,8 @@ class StmtPrinter(ExprPrinter):
             args.append(f"align={buf.align}")
         if buf.offset_factor != 1:
             args.append(f"offset_factor={buf.offset_factor}")
+        if buf.layout is not None:
+            args.append(f"layout={buf.layout.script()}")
         return ", ".join(args)
 
 

@@ -1,0 +1,73 @@
+"""Printing tile-layer IR: kernel entries, scope ids, tile ops, layouts and tirx intrinsics.
+
+Input: the ``StmtPrinter`` printing a tree and a node of ``tilewright.tirx``. Output: script
+lines that ``from tilewright.script import tirx as T`` (and ``tile as Tx``) parse back, e.g.
+``Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])`` and ``lane_id = T.lane_id([32])``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tilewright.ir import BufferRegion, Call, Node, pre_order_visit
+from tilewright.ir.buffer import Buffer
+from tilewright.ir.stmt import Stmt
+
+if TYPE_CHECKING:
+    from tilewright.script.printer.stmt import StmtPrinter
+
+HEADER_TIRX = (
+    "from tilewright.script import tirx as T",
+    "from tilewright.script.tirx import tile as Tx",
+    "from tilewright.tirx.layout import S, laneid, tid, tx, warpid",
+)
+_PRETTY_CALLS = {"tw.cuda.cta_sync": "T.cuda.cta_sync", "tw.address_of": "T.address_of"}
+
+
+def uses_tirx(node: Node) -> bool:
+    """True when ``node`` holds tile-layer statements or a buffer with a layout."""
+    from tilewright.tirx.stmt import DeviceEntry, ScopeId, TileOp
+
+    found: list[Node] = []
+
+    def look(item: Node) -> bool:
+        if isinstance(item, DeviceEntry | ScopeId | TileOp) or (
+            isinstance(item, Buffer) and item.layout is not None
+        ):
+            found.append(item)
+        return not found
+
+    pre_order_visit(node, look)
+    return bool(found)
+
+
+def print_tile_stmt(printer: StmtPrinter, s: Stmt) -> bool:
+    """Emit ``s`` when it is a tile-layer statement; False for any other statement."""
+    from tilewright.tirx.stmt import DeviceEntry, ScopeId, TileOp
+
+    if isinstance(s, DeviceEntry):
+        printer.emit("T.device_entry()")
+        printer.stmt(s.body)
+        return True
+    if isinstance(s, ScopeId):
+        names = ", ".join(printer.define_var(v) for v in s.vars)
+        extents = ", ".join(str(e) for e in s.extents)
+        printer.emit(f"{names} = T.{s.kind}([{extents}])")
+        printer.stmt(s.body)
+        return True
+    if isinstance(s, TileOp):
+        args = [
+            printer.region(a) if isinstance(a, BufferRegion) else printer.expr(a) for a in s.args
+        ]
+        args += [f"{key}={printer.attr_value(value)}" for key, value in s.attrs]
+        printer.emit(f"Tx.{s.scope}.{s.op}({', '.join(args)})")
+        return True
+    return False
+
+
+def tirx_call(printer: StmtPrinter, e: Call) -> str | None:
+    """``T.cuda.cta_sync()`` / ``T.address_of(A[i])`` for the calls that parse back so."""
+    name = _PRETTY_CALLS.get(e.op)
+    if name is None:
+        return None
+    return f"{name}({printer.args(*e.args)})"
