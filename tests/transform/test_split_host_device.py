@@ -168,3 +168,21 @@ def test_kernels_keep_flat_buffers_and_host_keeps_nd_buffers():
     ] * 3
     launch = mod["main"].body
     assert not isinstance(launch, SeqStmt) and isinstance(_launch_args(launch)[-1], Var)
+
+
+def test_a_shared_buffer_used_by_two_kernels_is_refused():
+    func = _parse("""
+@T.prim_func
+def main(A: T.Buffer((32,), "float32")):
+    S = T.alloc_buffer((32,), "float32", scope="shared")
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        with T.block("S"):
+            vi = T.axis.spatial(32, tx)
+            S[vi] = A[vi]
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        with T.block("A"):
+            vi = T.axis.spatial(32, tx)
+            A[vi] = S[vi]
+""")
+    with pytest.raises(ThreadBindingError, match=r"buffer S \(shared\) is used by more than one"):
+        lower_module(func, "cuda")

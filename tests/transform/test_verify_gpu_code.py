@@ -169,3 +169,19 @@ def test_inconsistent_thread_extents_name_both_loops():
         r"with extent 64 by loop ax0_1",
     ):
         lower_module(from_source(text), "cuda")
+
+
+def test_global_buffers_cannot_be_allocated_inside_a_kernel():
+    func = from_source("""
+from tilewright.script import tir as T
+@T.prim_func
+def main(A: T.Buffer((32,), "float32")):
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        G = T.decl_buffer((32,), "float32")
+        G[tx] = A[tx]
+        A[tx] = G[tx]
+""")
+    with pytest.raises(
+        GPUCodeError, match=r"kernel main_kernel allocates buffer G in scope 'global'"
+    ):
+        verify_gpu_code(func, "cuda")  # type: ignore[arg-type]

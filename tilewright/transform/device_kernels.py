@@ -92,6 +92,17 @@ def _walk(stmt: Stmt, func_name: str, kernels: list[Kernel], lets: tuple[LetStmt
         kernels.append(Kernel(name, stmt, thread_extents(stmt, name), lets))
     elif isinstance(stmt, Evaluate) and isinstance(stmt.value, IntImm):
         return  # T.evaluate(0): nothing to run
+    elif isinstance(stmt, Allocate):
+        buffer = stmt.buffer
+        where = (
+            "used by more than one kernel or outside any kernel"
+            if buffer.scope != "global"
+            else "a global intermediate buffer, which a GPU function cannot allocate yet"
+        )
+        raise ThreadBindingError(
+            f"function {func_name}: buffer {buffer.name} ({buffer.scope}) is {where}; keep "
+            "each shared/local buffer inside one kernel's thread-bound loops"
+        )
     else:
         raise ThreadBindingError(
             f"function {func_name}: {_describe(stmt)} is not bound to any thread: bind its "
@@ -104,8 +115,6 @@ def _describe(stmt: Stmt) -> str:
         return f"loop {stmt.loop_var.name}"
     if isinstance(stmt, BufferStore):
         return f"the store to {stmt.buffer.name}"
-    if isinstance(stmt, Allocate):
-        return f"the allocation of {stmt.buffer.name} ({stmt.buffer.scope})"
     if isinstance(stmt, IfThenElse):
         return "an if statement"
     return f"a {type(stmt).__name__} statement"

@@ -81,6 +81,7 @@ def verify_gpu_code(
     dynamic: set[Var] = set()
     for kernel in find_kernels(func):
         _check_threads(kernel, limits)
+        _check_scopes(kernel)
         buffers = shared_buffers(kernel.root)
         static = [b for b in buffers if b.scope == "shared"]
         total = sum(buffer_bytes(b) for b in buffers)
@@ -121,6 +122,19 @@ def shared_buffers(root: Stmt) -> list[Buffer]:
 
     pre_order_visit(root, visit)
     return found
+
+
+def _check_scopes(kernel: Kernel) -> None:
+    def visit(node: object) -> bool:
+        if isinstance(node, Allocate) and not node.buffer.scope.startswith(("shared", "local")):
+            raise GPUCodeError(
+                f"kernel {kernel.name} allocates buffer {node.buffer.name} in scope "
+                f"{node.buffer.scope!r}; inside a kernel a buffer lives in 'shared' (per "
+                "thread block) or 'local' (per thread) memory: use set_scope or cache_read/write"
+            )
+        return True
+
+    pre_order_visit(kernel.root, visit)
 
 
 def _kb(size: int) -> str:
