@@ -58,8 +58,9 @@ def test_colorize_keeps_the_text():
 def test_html_has_styled_spans():
     html = highlight.to_html(TEXT)
     assert "<span" in html and "style=" in html
-    assert "&quot;x&quot;" in html or "&#34;x&#34;" in html
-    assert "&lt;" in html
+    # Pygments versions differ in whether they escape quotes in text; "<" is always escaped.
+    assert any(q in html for q in ('"x"', "&quot;x&quot;", "&#34;x&#34;"))
+    assert "&lt;" in html and "# \"x\" <" not in html
 
 
 def test_without_pygments(monkeypatch):
