@@ -30,7 +30,9 @@ def round_trip_kernel(shape, dtype, s_layout):
         A = T.match_buffer(A_ptr, shape, dtype)
         B = T.match_buffer(B_ptr, shape, dtype)
         T.device_entry()
-        T.cta_id([1]); T.lane_id([32]); T.thread_id([32])  # fmt: skip
+        T.cta_id([1])
+        T.lane_id([32])
+        T.thread_id([32])  # noqa: E702 - as on the page
         A_smem = T.alloc_buffer(shape, dtype, scope="shared", layout=s_layout)
         Tx.warp.copy(A_smem[fs], A[fs])
         T.cuda.cta_sync()
@@ -178,7 +180,7 @@ def test_plain_stores_into_a_laid_out_buffer_go_through_the_layout():
     @T.prim_func
     def kernel(B: T.Buffer((4, 8), "float32")):
         T.device_entry()
-        tid = T.thread_id([1])
+        T.thread_id([1])
         S_ = T.alloc_buffer((4, 8), scope="shared", layout=layout)
         S_[1, 2] = T.float32(7)
         B[1, 2] = S_[1, 2]

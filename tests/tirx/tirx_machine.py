@@ -65,7 +65,7 @@ class Machine:
         if isinstance(body, BlockRealize):
             block: Block = body.block
             for buffer in block.alloc_buffers:
-                size = int(buffer.shape[0].value) * buffer.dtype.bits // 8
+                size = int(np.prod([d.value for d in buffer.shape])) * buffer.dtype.bits // 8
                 if buffer.scope.startswith("shared"):
                     self.shared[buffer.data] = np.zeros(size, np.uint8)
                 else:

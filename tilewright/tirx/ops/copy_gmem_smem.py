@@ -122,7 +122,8 @@ def _vector_aligned(layout: TileLayout, parts: list[int], vec: int, base: object
     if vec > 1 and any(not sh.is_memory for sh in inner.shard):
         return False
     others = outer.shard + threads.shard
-    return all(sh.stride % vec == 0 for sh in others) and is_multiple(base, vec)  # type: ignore[arg-type]
+    strides_ok = all(sh.stride % vec == 0 for sh in others if sh.extent > 1)
+    return strides_ok and is_multiple(base, vec)  # type: ignore[arg-type]
 
 
 def emit_gmem_smem(op: TileOp, ctx: ExecContext) -> Stmt:
