@@ -7,7 +7,7 @@ apply) that ``LowerTIRx`` replaces with loops, thread bindings and intrinsics.
 
 from __future__ import annotations
 
-from tilewright.ir import BufferRegion, PrimExpr, Stmt, Var
+from tilewright.ir import Buffer, BufferRegion, Node, PrimExpr, Stmt, Var, pre_order_visit
 from tilewright.ir.node import node
 from tilewright.ir.stmt import Attrs
 
@@ -75,3 +75,27 @@ class TileOp(Stmt):
             if name == key:
                 return value
         return default
+
+
+def has_tirx(tree: Node) -> bool:
+    """True when ``tree`` (a module, function or any node) holds tile-layer IR: a kernel
+    entry, a scope id, a tile op or a buffer with a layout.
+
+    This is the test ``tw.build`` uses to decide whether to run ``LowerTIRx`` first.
+    Example: ``has_tirx(kernel)`` is True for the seed page's program.
+    """
+    from tilewright.ir import IRModule
+
+    found: list[Node] = []
+
+    def look(item: Node) -> bool:
+        if isinstance(item, DeviceEntry | ScopeId | TileOp) or (
+            isinstance(item, Buffer) and item.layout is not None
+        ):
+            found.append(item)
+        return not found
+
+    roots = [f for _, f in tree.items()] if isinstance(tree, IRModule) else [tree]
+    for root in roots:
+        pre_order_visit(root, look)
+    return bool(found)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tilewright.ir import BufferRegion, Call, Node, pre_order_visit
-from tilewright.ir.buffer import Buffer
+from tilewright.ir import BufferRegion, Call, Node
 from tilewright.ir.stmt import Stmt
 
 if TYPE_CHECKING:
@@ -26,19 +25,9 @@ _PRETTY_CALLS = {"tw.cuda.cta_sync": "T.cuda.cta_sync", "tw.address_of": "T.addr
 
 def uses_tirx(node: Node) -> bool:
     """True when ``node`` holds tile-layer statements or a buffer with a layout."""
-    from tilewright.tirx.stmt import DeviceEntry, ScopeId, TileOp
+    from tilewright.tirx.stmt import has_tirx
 
-    found: list[Node] = []
-
-    def look(item: Node) -> bool:
-        if isinstance(item, DeviceEntry | ScopeId | TileOp) or (
-            isinstance(item, Buffer) and item.layout is not None
-        ):
-            found.append(item)
-        return not found
-
-    pre_order_visit(node, look)
-    return bool(found)
+    return has_tirx(node)
 
 
 def print_tile_stmt(printer: StmtPrinter, s: Stmt) -> bool:

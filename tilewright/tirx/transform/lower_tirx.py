@@ -40,33 +40,19 @@ from tilewright.tirx.intrinsics import CTA_SYNC, sync_threads
 from tilewright.tirx.layout.shard import MEMORY
 from tilewright.tirx.operand import buffer_layout, constant_shape, flat_view
 from tilewright.tirx.ops import PRIMITIVES
-from tilewright.tirx.stmt import WARP_SIZE, WARPGROUP_SIZE, DeviceEntry, ScopeId, TileOp
+from tilewright.tirx.stmt import (
+    WARP_SIZE,
+    WARPGROUP_SIZE,
+    DeviceEntry,
+    ScopeId,
+    TileOp,
+)
 
 _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
 
 class TIRxError(ValueError):
     """A tile program that cannot be lowered: a bad launch shape or a misplaced tile op."""
-
-
-def has_tirx(mod: IRModule | PrimFunc) -> bool:
-    """True when ``mod`` holds tile-layer IR (kernel entries, scope ids, tile ops, layouts).
-
-    This is the test ``tw.build`` uses to decide whether to run ``LowerTIRx`` first.
-    """
-    found: list[Node] = []
-
-    def look(node: Node) -> bool:
-        if isinstance(node, DeviceEntry | ScopeId | TileOp) or (
-            isinstance(node, Buffer) and node.layout is not None
-        ):
-            found.append(node)
-        return not found
-
-    funcs = [f for _, f in mod.items()] if isinstance(mod, IRModule) else [mod]
-    for func in funcs:
-        pre_order_visit(func.body, look)
-    return bool(found)
 
 
 @dataclass
