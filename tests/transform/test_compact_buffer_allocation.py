@@ -162,3 +162,20 @@ def main(a: T.handle, b: T.handle):
                 B[vi] = T_s[vi]
 ''')
     assert _shapes(_compacted(func)) == {"T_s": (64,)}
+
+
+def test_regions_over_inner_let_variables_keep_the_full_extent():
+    func = lower_blocks(
+        _parse("""
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            S = T.decl_buffer((64,), "float32", scope="local")
+            for i in range(2):
+                x: T.int32 = bx * 32 + tx
+                S[x] = A[x]
+                B[x] = S[x]
+""")
+    )
+    assert _shapes(compact_buffer_allocation(func)) == {"S": (64,)}

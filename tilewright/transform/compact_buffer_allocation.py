@@ -85,7 +85,7 @@ class _Access:
     indices: tuple[PrimExpr, ...]
     loops: list[_Loop]
     conditions: list[PrimExpr]
-    node: object = None
+    inner_lets: frozenset[Var] = frozenset()  # let variables bound below the allocation
 
 
 @dataclass
@@ -101,6 +101,7 @@ class _Collector(Visitor):
     def __init__(self) -> None:
         self.loops: list[tuple[For, int]] = []  # (loop, number of allocations open above it)
         self.conditions: list[PrimExpr] = []
+        self.lets: list[tuple[Var, int]] = []  # (let variable, allocations open above it)
         self.open: list[Var] = []
         self.allocations: dict[Var, Allocate] = {}
         self.accesses: dict[Var, list[_Access]] = {}
@@ -110,6 +111,12 @@ class _Collector(Visitor):
         self.loops.append((loop, len(self.open)))
         self.visit(loop.body)
         self.loops.pop()
+
+    def visit_LetStmt(self, stmt: LetStmt) -> None:
+        self.visit(stmt.value)
+        self.lets.append((stmt.var, len(self.open)))
+        self.visit(stmt.body)
+        self.lets.pop()
 
     def visit_IfThenElse(self, stmt: IfThenElse) -> None:
         self.visit(stmt.condition)
@@ -128,7 +135,7 @@ class _Collector(Visitor):
         self.visit(alloc.body)
         self.open.pop()
 
-    def record(self, buffer: Buffer, indices: tuple[PrimExpr, ...], node: object) -> None:
+    def record(self, buffer: Buffer, indices: tuple[PrimExpr, ...]) -> None:
         data = buffer.data
         if data not in self.allocations or data not in self.open:
             return
@@ -142,14 +149,15 @@ class _Collector(Visitor):
             )
             for loop, opened in self.loops
         ]
-        self.accesses[data].append(_Access(indices, loops, list(self.conditions), node))
+        inner = frozenset(var for var, opened in self.lets if opened > level)
+        self.accesses[data].append(_Access(indices, loops, list(self.conditions), inner))
 
     def visit_BufferLoad(self, load: BufferLoad) -> None:
-        self.record(load.buffer, load.indices, load)
+        self.record(load.buffer, load.indices)
         self.visit(load.indices)
 
     def visit_BufferStore(self, store: BufferStore) -> None:
-        self.record(store.buffer, store.indices, store)
+        self.record(store.buffer, store.indices)
         self.visit((store.value, store.indices))
 
 
@@ -177,6 +185,9 @@ def _plan(buffer: Buffer, accesses: list[_Access]) -> _Plan | None:
         conditions = [substitute(c, rename) for c in access.conditions]
         for dim, index in enumerate(access.indices):
             lo, hi = _bounds(substitute(index, rename), relax, conditions, analyzer)  # type: ignore[arg-type]
+            # A bound over a let variable bound inside the allocation means nothing elsewhere.
+            if any(v in access.inner_lets for v in collect_vars((lo, hi))):
+                lo = hi = None
             lows[dim].append(lo)
             highs[dim].append(hi)
     shape: list[PrimExpr] = []
@@ -307,9 +318,6 @@ class _Rewriter(Mutator):
             body = self.visit(loop.body)
         self.threads.pop()
         return loop.replace(body=body)  # type: ignore[return-value]
-
-    def visit_LetStmt(self, stmt: LetStmt) -> Stmt:
-        return self.generic_visit(stmt)  # type: ignore[return-value]
 
     def visit_Allocate(self, alloc: Allocate) -> Stmt:
         body = self.visit(alloc.body)

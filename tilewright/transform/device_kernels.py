@@ -60,7 +60,12 @@ def kernel_name(func_name: str, number: int) -> str:
 
 
 def function_name(func: PrimFunc, default: str = "main") -> str:
-    """The function's ``global_symbol`` attribute, or ``default``."""
+    """The function's ``global_symbol`` attribute, or ``default``.
+
+    Example::
+
+        >>> function_name(func)   # "main" for T.func_attr({"global_symbol": "main"})
+    """
     return str(func.attr("global_symbol", default))
 
 

@@ -57,7 +57,13 @@ def sync_threads() -> Evaluate:
 
 
 def is_sync(stmt: Stmt) -> bool:
-    """True for the barrier statement made by ``sync_threads``."""
+    """True for the barrier statement made by ``sync_threads``.
+
+    Example::
+
+        >>> is_sync(sync_threads())
+        True
+    """
     return isinstance(stmt, Evaluate) and isinstance(stmt.value, Call) and stmt.value.op == SYNC_OP
 
 

@@ -98,14 +98,24 @@ def verify_gpu_code(
 
 
 def buffer_bytes(buffer: Buffer) -> int:
-    """Bytes a shared allocation takes, rounded up to the 16-byte alignment of each buffer."""
+    """Bytes a shared allocation takes, rounded up to the 16-byte alignment of each buffer.
+
+    Example::
+
+        >>> buffer_bytes(decl_buffer((130,), "float32", scope="shared"))   # 520 → 528
+    """
     count = math.prod(int(d.value) if isinstance(d, IntImm) else 0 for d in buffer.shape)
     size = count * buffer.dtype.bytes
     return (size + SHARED_ALIGN - 1) // SHARED_ALIGN * SHARED_ALIGN
 
 
 def shared_buffers(root: Stmt) -> list[Buffer]:
-    """The buffers allocated in ``shared`` or ``shared.dyn`` scope under ``root``, in order."""
+    """The buffers allocated in ``shared`` or ``shared.dyn`` scope under ``root``, in order.
+
+    Example::
+
+        >>> [b.name for b in shared_buffers(kernel.body)]   # ['A_shared', 'B_shared']
+    """
     found: list[Buffer] = []
 
     def visit(node: object) -> bool:
