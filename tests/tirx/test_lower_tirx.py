@@ -32,7 +32,7 @@ def round_trip_kernel(shape, dtype, s_layout):
         T.device_entry()
         T.cta_id([1])
         T.lane_id([32])
-        T.thread_id([32])  # noqa: E702 - as on the page
+        T.thread_id([32])
         A_smem = T.alloc_buffer(shape, dtype, scope="shared", layout=s_layout)
         Tx.warp.copy(A_smem[fs], A[fs])
         T.cuda.cta_sync()
@@ -193,3 +193,28 @@ def test_plain_stores_into_a_laid_out_buffer_go_through_the_layout():
     assert stores[0].buffer.shape[0].value == 32
     assert stores[1].value.indices[0].value == 9
     assert stores[1].value.buffer is stores[0].buffer
+
+
+def test_tiles_of_several_ctas_with_symbolic_bases():
+    swizzled = ComposeLayout(SwizzleLayout.from_bytes(128, 16), TileLayout(S[(16, 64)]))
+
+    @T.prim_func
+    def tiles(A: T.Buffer((64, 64), "float16"), B: T.Buffer((64, 64), "float16")):
+        T.device_entry()
+        bx = T.cta_id([4])
+        T.warp_id([2])
+        T.thread_id([64])
+        S_ = T.alloc_buffer((16, 64), "float16", scope="shared", layout=swizzled)
+        Tx.cta.copy(S_[0:16, 0:64], A[bx * 16 : bx * 16 + 16, 0:64])
+        T.cuda.cta_sync()
+        Tx.cta.copy(B[bx * 16 : bx * 16 + 16, 0:64], S_[0:16, 0:64])
+
+    lower = LowerTIRx("cuda")
+    mod = lower(tiles)
+    assert {(d.variant, d.notes["vec"], d.notes["outer"]) for d in lower.decisions} == {
+        ("gmem_smem", 8, 2)
+    }
+    g_lin = [let for let in nodes(mod["main"].body, LetStmt) if let.var.name == "g_lin"]
+    assert "bx * 1024" in g_lin[0].value.script()
+    a, b, _ = run(mod, (64, 64), "float16")
+    np.testing.assert_array_equal(b, a)

@@ -149,6 +149,8 @@ def operand(region: BufferRegion) -> Operand:
             f"shape {list(shape)} has {_product(shape)}"
         )
     sliced, base = tile.slice(region.region, shape=tile_shape)
+    if isinstance(base, PrimExpr):
+        base = oa.as_offset(simplify(base))  # `bx * 16 * 64` reads as `bx * 1024`
     return Operand(region, sliced, base, swizzle)
 
 

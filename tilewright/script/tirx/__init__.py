@@ -9,6 +9,7 @@ layout classes. Tile primitives are in ``tilewright.script.tirx.tile`` (``Tx``).
 from tilewright.script.tir import *  # noqa: F403 - this namespace extends TIR's
 from tilewright.script.tir import __getattr__
 from tilewright.script.tirx import cuda, tile
+from tilewright.script.tirx.buffers import alloc_buffer, decl_buffer, match_buffer
 from tilewright.script.tirx.pointers import address_of
 from tilewright.script.tirx.scopes import cta_id, device_entry, lane_id, thread_id, warp_id
 from tilewright.tirx.layout import ComposeLayout, S, SwizzleLayout, TileLayout

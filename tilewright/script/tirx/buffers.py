@@ -1,0 +1,55 @@
+"""Buffer declarations of the tirx ``T`` namespace: TIR's, with their ``layout=`` checked.
+
+``T.alloc_buffer((32, 32), "float32", scope="shared", layout=TileLayout(S[32, 32]))`` gives
+the buffer a tile layout (or a swizzled ``ComposeLayout``); the layout must index exactly as
+many elements as the shape has.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tilewright.ir import IntImm
+from tilewright.script.parser.frames import BufferDecl
+from tilewright.script.tir import buffers as tir_buffers
+from tilewright.tirx.layout import ComposeLayout, TileLayout
+
+
+def _checked(decl: BufferDecl, where: str) -> BufferDecl:
+    layout = decl.spec.layout
+    if layout is None:
+        return decl
+    if not isinstance(layout, TileLayout | ComposeLayout):
+        raise TypeError(
+            f"{where}: layout must be a TileLayout or ComposeLayout, got {type(layout).__name__}"
+        )
+    size = 1
+    for extent in decl.spec.shape:
+        if not isinstance(extent, IntImm):
+            raise ValueError(f"{where}: a buffer with a layout needs a constant shape")
+        size *= extent.value
+    if layout.size() != size:
+        dims = [e.value for e in decl.spec.shape]  # type: ignore[attr-defined]
+        raise ValueError(
+            f"{where}: layout {layout!r} indexes {layout.size()} elements but shape {dims} "
+            f"has {size}"
+        )
+    return decl
+
+
+def alloc_buffer(*args: Any, **kwargs: Any) -> BufferDecl:
+    """``X = T.alloc_buffer(shape, dtype, scope=..., layout=...)`` (see ``T.alloc_buffer``).
+
+    Example: ``A_smem = T.alloc_buffer((32, 32), scope="shared", layout=s_layout)``.
+    """
+    return _checked(tir_buffers.alloc_buffer(*args, **kwargs), "T.alloc_buffer")
+
+
+def match_buffer(*args: Any, **kwargs: Any) -> BufferDecl:
+    """``A = T.match_buffer(A_ptr, shape, dtype, layout=...)`` (see ``T.match_buffer``)."""
+    return _checked(tir_buffers.match_buffer(*args, **kwargs), "T.match_buffer")
+
+
+def decl_buffer(*args: Any, **kwargs: Any) -> BufferDecl:
+    """``X = T.decl_buffer(shape, dtype, scope=..., layout=...)`` (see ``T.decl_buffer``)."""
+    return _checked(tir_buffers.decl_buffer(*args, **kwargs), "T.decl_buffer")
