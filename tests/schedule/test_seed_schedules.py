@@ -172,7 +172,7 @@ def blocked_matmul(
                                     vi = T.axis.spatial(1024, i_0 * 64 + i_1 * 8 + i_2)
                                     vj = T.axis.spatial(1024, j_0 * 64 + j_1 * 8 + j_2)
                                     vk = T.axis.reduce(1024, k_0 * 4 + k_1)
-                                    T.reads(C[vi, vj], A[vi, vk], B[vk, vj])
+                                    T.reads(A[vi, vk], B[vk, vj])
                                     T.writes(C[vi, vj])
                                     with T.init():
                                         C[vi, vj] = T.float32(0)
@@ -210,7 +210,7 @@ def fused_threads_matmul(
                         vi = T.axis.spatial(1024, i_0 * 64 + i_1_j_1_fused // 8 * 8 + i_2)
                         vj = T.axis.spatial(1024, j_0 * 64 + i_1_j_1_fused % 8 * 8 + j_2)
                         vk = T.axis.reduce(1024, k_0 * 8 + k_1)
-                        T.reads(C[vi, vj], A[vi, vk], B[vk, vj])
+                        T.reads(A[vi, vk], B[vk, vj])
                         T.writes(C[vi, vj])
                         with T.init():
                             C[vi, vj] = T.float32(0)

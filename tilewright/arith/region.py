@@ -286,7 +286,8 @@ def block_access_regions(
 
     Loops inside the block are relaxed over their ranges, nested blocks contribute their
     declared regions (with their bindings substituted), and buffers the block allocates
-    are left out. A buffer both read and written appears in both tuples.
+    are left out. A buffer both read and written appears in both tuples, except the output of
+    a block with an init (a reduction), which is listed among the writes only.
 
     Example::
 
@@ -299,6 +300,9 @@ def block_access_regions(
     if block.init is not None:
         walk.visit(block.init)
     walk.visit(block.body)
-    reads = tuple(_union(buf, acc) for buf, acc in walk.reads.items())
+    # A reduction block (one with an init) reads its output only to accumulate into it; as
+    # in TVM, the output is listed among the writes alone.
+    reduced = set(walk.writes) if block.init is not None else set()
+    reads = tuple(_union(buf, acc) for buf, acc in walk.reads.items() if buf not in reduced)
     writes = tuple(_union(buf, acc) for buf, acc in walk.writes.items())
     return reads, writes
