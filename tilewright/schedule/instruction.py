@@ -51,6 +51,24 @@ KINDS: dict[str, InstructionKind] = {
         InstructionKind("annotate", ("block_or_loop", "ann_val"), ("ann_key",)),
         InstructionKind("unannotate", ("block_or_loop",), ("ann_key",)),
         InstructionKind("add_unit_loop", ("block_or_loop",), (), "one"),
+        InstructionKind("get_producers", ("block",), (), "many", pure=True),
+        InstructionKind("get_consumers", ("block",), (), "many", pure=True),
+        InstructionKind(
+            "cache_read",
+            ("block", "consumer_blocks"),
+            ("read_buffer_index", "storage_scope"),
+            "one",
+        ),
+        InstructionKind("cache_write", ("block",), ("write_buffer_index", "storage_scope"), "one"),
+        InstructionKind("set_scope", ("block",), ("buffer_index", "storage_scope")),
+        InstructionKind("storage_align", ("block",), ("buffer_index", "axis", "factor", "offset")),
+        InstructionKind("compute_at", ("block", "loop"), ("preserve_unit_loops",)),
+        InstructionKind("reverse_compute_at", ("block", "loop"), ("preserve_unit_loops",)),
+        InstructionKind("compute_inline", ("block",)),
+        InstructionKind("reverse_compute_inline", ("block",)),
+        InstructionKind("decompose_reduction", ("block", "loop"), (), "one"),
+        InstructionKind("rfactor", ("loop",), ("factor_axis",), "one"),
+        InstructionKind("blockize", ("target",), ("preserve_unit_iters",), "one"),
     )
 }
 

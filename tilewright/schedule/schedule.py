@@ -12,6 +12,7 @@ from tilewright.ir.expr import IntImm, PrimExpr
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.module import IRModule
 from tilewright.ir.stmt import AttrValue, Block, For
+from tilewright.schedule.block_methods import BlockMethods
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.instruction import Instruction, Ref
 from tilewright.schedule.primitives import annotate as annotate_
@@ -23,7 +24,7 @@ from tilewright.schedule.trace import Trace
 BlockArg = BlockRV | str
 
 
-class Schedule:
+class Schedule(BlockMethods):
     """Transforms the functions of a module without changing what they compute.
 
     Args:

@@ -153,3 +153,15 @@ class ScheduleState:
         ref = LoopRV()
         self.refs[ref] = LoopKey(func_name, var)
         return ref
+
+    def rename_block(self, func_name: str, old: str, new: str) -> None:
+        """Point the references to block ``old`` at its new name ``new``."""
+        for ref, key in list(self.refs.items()):
+            if isinstance(key, BlockKey) and key.func_name == func_name and key.name == old:
+                self.refs[ref] = BlockKey(func_name, new)
+
+    def block_ref_named(self, func_name: str, name: str) -> BlockRV:
+        """A new reference to the block named ``name``."""
+        ref = BlockRV()
+        self.refs[ref] = BlockKey(func_name, name)
+        return ref

@@ -1,0 +1,259 @@
+"""The ``Schedule`` methods of the block primitives (caching, compute location, inlining,
+reductions, blockize, producer/consumer queries), kept apart from the loop methods."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tilewright.schedule.dataflow import consumers_of, producers_of, scope_blocks, scope_path
+from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.primitives import blockize as blockize_
+from tilewright.schedule.primitives import caching, compute_location, inline, reduction
+from tilewright.schedule.reference import BlockRV, LoopRV
+
+if TYPE_CHECKING:
+    from tilewright.schedule.instruction import Ref
+    from tilewright.schedule.state import ScheduleState
+
+BlockArg = BlockRV | str
+
+
+def _int(primitive: str, name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ScheduleError(primitive, "argument", f"{name} {value!r} is not an integer")
+    return int(value)
+
+
+def _scope(primitive: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ScheduleError(primitive, "argument", f"storage scope {value!r} is not a string")
+    return value
+
+
+class BlockMethods:
+    """Mixed into ``Schedule``: every method checks, rewrites, commits and records."""
+
+    _state: ScheduleState
+
+    def _record(self, kind: str, inputs: Sequence[object], attrs: Sequence[object], outputs: Sequence[Ref] = ()) -> None:  # fmt: skip
+        raise NotImplementedError
+
+    def _target(self, ref: BlockArg | LoopRV) -> BlockRV | LoopRV:
+        raise NotImplementedError
+
+    def _block(self, block: BlockArg, primitive: str):
+        target = self._target(block)
+        return target, self._state.block_ref_site(target, primitive)
+
+    # ---- queries -------------------------------------------------------------------------
+    def get_producers(self, block: BlockArg) -> list[BlockRV]:
+        """The blocks of the block's scope that write a buffer it reads, in program order.
+
+        Example::
+
+            (producer,) = sch.get_producers(sch.get_block("C"))
+        """
+        target, site = self._block(block, "get_producers")
+        found = producers_of(scope_blocks(scope_path(site)), site.node)  # type: ignore[arg-type]
+        refs = [self._state.block_ref(site.func_name, b.block) for b in found]
+        self._record("get_producers", (target,), (), refs)
+        return refs
+
+    def get_consumers(self, block: BlockArg) -> list[BlockRV]:
+        """The blocks of the block's scope that read a buffer it writes, in program order.
+
+        Example::
+
+            (consumer,) = sch.get_consumers(sch.get_block("B"))
+        """
+        target, site = self._block(block, "get_consumers")
+        found = consumers_of(scope_blocks(scope_path(site)), site.node)  # type: ignore[arg-type]
+        refs = [self._state.block_ref(site.func_name, b.block) for b in found]
+        self._record("get_consumers", (target,), (), refs)
+        return refs
+
+    # ---- caching -------------------------------------------------------------------------
+    def cache_read(
+        self,
+        block: BlockArg,
+        read_buffer_index: int,
+        storage_scope: str,
+        consumer_blocks: Sequence[BlockArg] | None = None,
+    ) -> BlockRV:
+        """Stage the block's ``read_buffer_index``-th read buffer through a copy in
+        ``storage_scope``; its consumers (or ``consumer_blocks``) read the copy.
+
+        Example::
+
+            A_shared = sch.cache_read(block_C, read_buffer_index=0, storage_scope="shared")
+        """
+        target, site = self._block(block, "cache_read")
+        index = _int("cache_read", "read_buffer_index", read_buffer_index)
+        scope = _scope("cache_read", storage_scope)
+        consumers = None
+        refs: list[BlockRV] | None = None
+        if consumer_blocks is not None:
+            refs = [self._target(c) for c in consumer_blocks]  # type: ignore[misc]
+            consumers = [self._state.block_ref_site(r, "cache_read") for r in refs]
+        func, name = caching.cache_read(site, index, scope, consumers)
+        self._state.commit(site.func_name, func)
+        ref = self._state.block_ref_named(site.func_name, name)
+        self._record("cache_read", (target, refs), (index, scope), (ref,))
+        return ref
+
+    def cache_write(self, block: BlockArg, write_buffer_index: int, storage_scope: str) -> BlockRV:
+        """Make the block write its ``write_buffer_index``-th output into a copy in
+        ``storage_scope``, written back by a new block right after it.
+
+        Example::
+
+            C_local = sch.cache_write(block_C, 0, "local")
+        """
+        target, site = self._block(block, "cache_write")
+        index = _int("cache_write", "write_buffer_index", write_buffer_index)
+        scope = _scope("cache_write", storage_scope)
+        func, name = caching.cache_write(site, index, scope)
+        self._state.commit(site.func_name, func)
+        ref = self._state.block_ref_named(site.func_name, name)
+        self._record("cache_write", (target,), (index, scope), (ref,))
+        return ref
+
+    def set_scope(self, block: BlockArg, buffer_index: int, storage_scope: str) -> None:
+        """Set the storage scope of the block's ``buffer_index``-th written buffer.
+
+        Example::
+
+            sch.set_scope(block_B, 0, "shared")
+        """
+        target, site = self._block(block, "set_scope")
+        index = _int("set_scope", "buffer_index", buffer_index)
+        scope = _scope("set_scope", storage_scope)
+        self._state.commit(site.func_name, caching.set_scope(site, index, scope))
+        self._record("set_scope", (target,), (index, scope))
+
+    def storage_align(
+        self, block: BlockArg, buffer_index: int, axis: int, factor: int, offset: int
+    ) -> None:
+        """Ask that dimension ``axis`` of the block's ``buffer_index``-th written buffer have a
+        stride of ``factor * k + offset`` (to avoid shared-memory bank conflicts).
+
+        Example::
+
+            sch.storage_align(A_shared, 0, axis=0, factor=32, offset=1)
+        """
+        target, site = self._block(block, "storage_align")
+        values = [
+            _int("storage_align", n, v)
+            for n, v in (("buffer_index", buffer_index), ("axis", axis), ("factor", factor))
+        ]
+        off = _int("storage_align", "offset", offset)
+        self._state.commit(site.func_name, caching.storage_align(site, *values, off))
+        self._record("storage_align", (target,), (*values, off))
+
+    # ---- compute location ----------------------------------------------------------------
+    def compute_at(self, block: BlockArg, loop: LoopRV, preserve_unit_loops: bool = False) -> None:
+        """Move a producer block under ``loop``, before its first consumer there, computing
+        per iteration the region its consumers under the loop read.
+
+        Example::
+
+            sch.compute_at(A_shared, i1)   # for ax0 in range(130): A_shared[...] = A[...]
+        """
+        target, site = self._block(block, "compute_at")
+        loop_site = self._state.loop_site(loop, "compute_at")
+        func = compute_location.compute_at(site, loop_site, bool(preserve_unit_loops))
+        self._state.commit(site.func_name, func)
+        self._record("compute_at", (target, loop), (bool(preserve_unit_loops),))
+
+    def reverse_compute_at(
+        self, block: BlockArg, loop: LoopRV, preserve_unit_loops: bool = False
+    ) -> None:
+        """Move a consumer block under ``loop``, after its last producer there, computing per
+        iteration the region its producers under the loop wrote.
+
+        Example::
+
+            sch.reverse_compute_at(C_local, j1)
+        """
+        target, site = self._block(block, "reverse_compute_at")
+        loop_site = self._state.loop_site(loop, "reverse_compute_at")
+        func = compute_location.reverse_compute_at(site, loop_site, bool(preserve_unit_loops))
+        self._state.commit(site.func_name, func)
+        self._record("reverse_compute_at", (target, loop), (bool(preserve_unit_loops),))
+
+    # ---- inlining ------------------------------------------------------------------------
+    def compute_inline(self, block: BlockArg) -> None:
+        """Inline an elementwise producer into its consumers and remove it.
+
+        Example::
+
+            sch.compute_inline(sch.get_block("B"))   # C[vi] = A[vi] * 2 + 1
+        """
+        target, site = self._block(block, "compute_inline")
+        self._state.commit(site.func_name, inline.compute_inline(site))
+        self._record("compute_inline", (target,), ())
+
+    def reverse_compute_inline(self, block: BlockArg) -> None:
+        """Inline an elementwise consumer into its single producer and remove it.
+
+        Example::
+
+            sch.reverse_compute_inline(sch.get_block("C"))   # B computes C directly
+        """
+        target, site = self._block(block, "reverse_compute_inline")
+        self._state.commit(site.func_name, inline.reverse_compute_inline(site))
+        self._record("reverse_compute_inline", (target,), ())
+
+    # ---- reductions ----------------------------------------------------------------------
+    def decompose_reduction(self, block: BlockArg, loop: LoopRV) -> BlockRV:
+        """Split a reduction block's init into a block ``<name>_init`` before ``loop``; the
+        block (renamed ``<name>_update``; references follow it) keeps the updates.
+
+        Example::
+
+            C_init = sch.decompose_reduction(block_C, k0)
+        """
+        target, site = self._block(block, "decompose_reduction")
+        loop_site = self._state.loop_site(loop, "decompose_reduction")
+        func, init_name, update_name = reduction.decompose_reduction(site, loop_site)
+        self._state.commit(site.func_name, func)
+        self._state.rename_block(site.func_name, site.node.name, update_name)  # type: ignore[attr-defined]
+        ref = self._state.block_ref_named(site.func_name, init_name)
+        self._record("decompose_reduction", (target, loop), (), (ref,))
+        return ref
+
+    def rfactor(self, loop: LoopRV, factor_axis: int) -> BlockRV:
+        """Factor the reduction over ``loop`` into a buffer ``<name>_rf`` of partial results
+        (a new axis at ``factor_axis``), reduced by the original block afterwards.
+
+        Example::
+
+            B_rf = sch.rfactor(k1, 0)   # B_rf[vk1, vi] partial sums; B[vi] sums B_rf
+        """
+        loop_site = self._state.loop_site(loop, "rfactor")
+        axis = _int("rfactor", "factor_axis", factor_axis)
+        func, name = reduction.rfactor(loop_site, axis)
+        self._state.commit(loop_site.func_name, func)
+        ref = self._state.block_ref_named(loop_site.func_name, name)
+        self._record("rfactor", (loop,), (axis,), (ref,))
+        return ref
+
+    # ---- blockize ------------------------------------------------------------------------
+    def blockize(self, target: LoopRV | Sequence[BlockArg], preserve_unit_iters: bool = True) -> BlockRV:  # fmt: skip
+        """Wrap the subtree of ``target`` (a loop) into a new outer block whose iterators
+        are the loops' parts of the inner block's bindings.
+
+        Example::
+
+            outer = sch.blockize(i1)   # with T.block("C_o"): ... with T.block("C"): ...
+        """
+        if not isinstance(target, LoopRV):
+            raise ScheduleError("blockize", "argument", f"expected a LoopRV, got {target!r}")
+        site = self._state.loop_site(target, "blockize")
+        func, name = blockize_.blockize(site, bool(preserve_unit_iters))
+        self._state.commit(site.func_name, func)
+        ref = self._state.block_ref_named(site.func_name, name)
+        self._record("blockize", (target,), (bool(preserve_unit_iters),), (ref,))
+        return ref

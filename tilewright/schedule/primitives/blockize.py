@@ -1,0 +1,1 @@
+"""Blockize: wrap the subtree of a loop into a new outer block."""

@@ -1,0 +1,339 @@
+"""Compute location: move a producer block under a loop of its consumers (``compute_at``), or
+a consumer block under a loop of its producers (``reverse_compute_at``), computing in each
+iteration only the region that iteration needs."""
+
+from __future__ import annotations
+
+from tilewright.arith.analyzer import Analyzer
+from tilewright.arith.int_set import IntervalSet, eval_set
+from tilewright.ir import op
+from tilewright.ir.buffer import Buffer, BufferRegion
+from tilewright.ir.expr import Add, IntImm, PrimExpr, Range, Sub, Var
+from tilewright.ir.function import PrimFunc
+from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, Stmt, seq
+from tilewright.schedule.dataflow import (
+    ScopeBlock,
+    body_items,
+    check_single_writer,
+    consumers_of,
+    contains,
+    find,
+    param_buffers,
+    producers_of,
+    remove,
+    scope_blocks,
+)
+from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.region import access_regions, relax_region, relaxed_domain
+from tilewright.schedule.tree import Site, update
+
+
+def compute_at(block_site: Site, loop_site: Site, preserve_unit_loops: bool) -> PrimFunc:
+    """Move the producer block to the start of ``loop``'s body (before its first consumer),
+    computing per iteration the region its consumers under the loop read.
+
+    Example::
+
+        A_shared block at the root, C under i_1  ->  for ax0 in range(130): A_shared ... C
+    """
+    return _move("compute_at", block_site, loop_site, preserve_unit_loops, reverse=False)
+
+
+def reverse_compute_at(block_site: Site, loop_site: Site, preserve_unit_loops: bool) -> PrimFunc:
+    """Move the consumer block to the end of ``loop``'s body (after its last producer),
+    computing per iteration the region its producers under the loop wrote.
+
+    Example::
+
+        C_local copy after the matmul nest  ->  for ax0, ax1 in T.grid(8, 8): C_local ...
+    """
+    return _move("reverse_compute_at", block_site, loop_site, preserve_unit_loops, reverse=True)
+
+
+def _move(
+    primitive: str, block_site: Site, loop_site: Site, preserve: bool, reverse: bool
+) -> PrimFunc:
+    func = block_site.func
+    block = block_site.node
+    assert isinstance(block, Block)
+    realize = block_site.path[-2]
+    assert isinstance(realize, BlockRealize)
+    loop = loop_site.loop
+    k = block_site.scope_index()
+    if k < 0:
+        raise ScheduleError(primitive, "root-block", "the root block cannot move", func, block)
+    scope = block_site.path[: k + 1]
+    if loop_site.scope_index() != k or loop_site.path[k] is not scope[-1]:
+        raise ScheduleError(
+            primitive,
+            "same-scope",
+            f"loop {loop.loop_var.name!r} is not in the scope of block {block.name!r}",
+            func,
+            loop,
+        )
+    if any(s is loop for s in block_site.path):
+        raise ScheduleError(
+            primitive,
+            "location",
+            f"block {block.name!r} is already under loop {loop.loop_var.name!r}",
+            func,
+            loop,
+        )
+    for iv in block.iter_vars:
+        if iv.kind not in (IterKind.SPATIAL, IterKind.REDUCE):
+            raise ScheduleError(
+                primitive,
+                "block-iter-kind",
+                f"block {block.name!r} has the {iv.kind.value} iterator {iv.var.name!r}",
+                func,
+                block,
+            )
+    blocks = scope_blocks(scope)
+    check_single_writer(primitive, block_site, blocks, block)
+    if not reverse:
+        outputs = {r.buffer for r in block.writes} & param_buffers(func)
+        if outputs:
+            raise ScheduleError(
+                primitive,
+                "output-block",
+                f"block {block.name!r} writes the function's output "
+                f"{sorted(b.name for b in outputs)[0]!r}; only a consumer can pull it in",
+                func,
+                block,
+            )
+    related = producers_of(blocks, block) if reverse else consumers_of(blocks, block)
+    role = "producer" if reverse else "consumer"
+    if not related:
+        raise ScheduleError(
+            primitive,
+            "location",
+            f"block {block.name!r} has no {role} under loop {loop.loop_var.name!r}",
+            func,
+            loop,
+        )
+    for other in related:
+        if not other.under(loop):
+            raise ScheduleError(
+                primitive,
+                "location",
+                f"the {role} {other.block.name!r} of block {block.name!r} is not under loop "
+                f"{loop.loop_var.name!r}",
+                func,
+                other.block,
+            )
+    items = body_items(loop)
+    holding = [i for i, item in enumerate(items) if any(contains(item, o.realize) for o in related)]
+    index = holding[-1] + 1 if reverse else holding[0]
+    _check_flow(primitive, block_site, blocks, block, loop, items, index, reverse)
+
+    outer = [*loop_site.enclosing_loops(), loop]
+    ana = Analyzer()
+    for f in outer:
+        ana.bind(f.loop_var, Range(f.min, f.extent))
+    ranges = _iter_ranges(block, related, loop, outer, ana, reverse)
+    if reverse:
+        _check_cover(primitive, block_site, block, related, loop, outer, ranges, ana)
+    nest = _nest(realize, ranges, preserve, ana)
+    new_loop = update(loop, body=seq(*items[:index], nest, *items[index:]))
+    moved = loop_site.replaced(new_loop)
+    body = remove(moved.body, realize)
+    assert body is not None
+    return moved.with_body(body)
+
+
+def _check_flow(
+    primitive: str,
+    site: Site,
+    blocks: list[ScopeBlock],
+    block: Block,
+    loop: For,
+    items: list[Stmt],
+    index: int,
+    reverse: bool,
+) -> None:
+    """Blocks the move crosses do not touch what the block writes nor write what it reads;
+    under the loop, the block's producers stay before it and its consumers after it."""
+    reads = {r.buffer for r in block.reads}
+    writes = {r.buffer for r in block.writes}
+    me = find(blocks, block)
+    inside = [k for k, b in enumerate(blocks) if b.under(loop)]
+    lo, hi = inside[0], inside[-1] + 1
+    if (not reverse and me > lo) or (reverse and me < hi):
+        where = "after" if not reverse else "before"
+        raise ScheduleError(
+            primitive,
+            "data-flow",
+            f"block {block.name!r} runs {where} loop {loop.loop_var.name!r} (it must move "
+            f"{'down' if not reverse else 'up'} the program, not back)",
+            site.func,
+            block,
+        )
+    crossed = blocks[me + 1 : lo] if not reverse else blocks[hi:me]
+    for other in crossed:
+        _refuse_if(primitive, site, block, other, ((other.reads | other.writes) & writes))
+        _refuse_if(primitive, site, block, other, other.writes & reads)
+    for other in blocks[lo:hi]:
+        position = next(i for i, item in enumerate(items) if contains(item, other.realize))
+        before = position < index
+        if reverse:
+            clash = (other.reads | other.writes) & writes
+            if before:
+                clash = other.writes & writes
+        else:
+            clash = other.writes & (reads | writes)
+            if before:
+                clash = other.writes & writes
+        _refuse_if(primitive, site, block, other, clash)
+
+
+def _refuse_if(primitive: str, site: Site, block: Block, other: ScopeBlock, clash: set) -> None:
+    if clash:
+        name = sorted(b.name for b in clash)[0]
+        raise ScheduleError(
+            primitive,
+            "data-flow",
+            f"moving block {block.name!r} past block {other.block.name!r} would change what "
+            f"one of them sees of buffer {name!r}",
+            site.func,
+            block,
+        )
+
+
+def _required(
+    related: list[ScopeBlock],
+    buffer: Buffer,
+    loop: For,
+    outer: list[For],
+    ana: Analyzer,
+    reads: bool,
+) -> list[IntervalSet] | None:
+    regions: list[BufferRegion] = []
+    dom: dict[Var, Range] = {}
+    for other in related:
+        found = access_regions(other.realize, buffer, reads=reads)
+        if not found:
+            continue
+        start = next(i for i, s in enumerate(other.path) if s is loop)
+        inner = [s for s in other.path[start + 1 :] if isinstance(s, For)]
+        dom.update(relaxed_domain(outer, inner, buffer.scope))
+        regions.extend(found)
+    return relax_region(regions, dom, ana)
+
+
+def _offset(index: PrimExpr, iter_vars: set[Var]) -> tuple[Var, int] | None:
+    """``index`` as ``v + c`` for a block iterator ``v``."""
+    if isinstance(index, Var) and index in iter_vars:
+        return index, 0
+    if isinstance(index, Add | Sub) and isinstance(index.a, Var) and index.a in iter_vars:
+        if isinstance(index.b, IntImm):
+            return index.a, index.b.value if isinstance(index, Add) else -index.b.value
+    return None
+
+
+def _iter_ranges(
+    block: Block,
+    related: list[ScopeBlock],
+    loop: For,
+    outer: list[For],
+    ana: Analyzer,
+    reverse: bool,
+) -> list[Range]:
+    """Each iterator's range for one iteration of the loop: from the region the related
+    blocks need (or wrote) through the block's own access, else its whole domain."""
+    own = block.reads if reverse else block.writes
+    iter_vars = {iv.var for iv in block.iter_vars}
+    found: dict[Var, IntervalSet] = {}
+    for decl in own:
+        required = _required(related, decl.buffer, loop, outer, ana, reads=not reverse)
+        if required is None:
+            continue
+        for rng, need in zip(decl.region, required):
+            hit = _offset(rng.min, iter_vars)
+            if hit is None or not isinstance(rng.extent, IntImm):
+                continue
+            if need.min_value is None or need.max_value is None:
+                continue
+            var, c = hit
+            low = ana.simplify(op.sub(need.min_value, c))
+            high = ana.simplify(op.sub(need.max_value, c + rng.extent.value - 1))
+            piece = IntervalSet(low, high)
+            found[var] = found[var].union(piece, ana) if var in found else piece
+    ranges = []
+    for iv in block.iter_vars:
+        piece = found.get(iv.var)
+        rng = iv.dom
+        if piece is not None and piece.min_value is not None and piece.max_value is not None:
+            extent = ana.simplify(op.add(op.sub(piece.max_value, piece.min_value), 1))
+            if isinstance(extent, IntImm) and extent.value > 0:
+                rng = Range(piece.min_value, extent)
+        ranges.append(rng)
+    return ranges
+
+
+def _check_cover(
+    primitive: str,
+    site: Site,
+    block: Block,
+    related: list[ScopeBlock],
+    loop: For,
+    outer: list[For],
+    ranges: list[Range],
+    ana: Analyzer,
+) -> None:
+    """Reverse compute-at: what the consumer reads per iteration was written by then."""
+    dom = {iv.var: r for iv, r in zip(block.iter_vars, ranges)}
+    for decl in block.reads:
+        written = _required(related, decl.buffer, loop, outer, ana, reads=False)
+        if written is None:
+            continue
+        for rng, have in zip(decl.region, written):
+            low = eval_set(rng.min, dom, ana).min_value
+            high = eval_set(op.add(rng.min, rng.extent - 1), dom, ana).max_value
+            ok = (
+                low is not None
+                and high is not None
+                and have.min_value is not None
+                and have.max_value is not None
+                and ana.can_prove(op.ge(low, have.min_value))
+                and ana.can_prove(op.le(high, have.max_value))
+            )
+            if not ok:
+                raise ScheduleError(
+                    primitive,
+                    "region-cover",
+                    f"block {block.name!r} reads buffer {decl.buffer.name!r} beyond the region "
+                    f"its producers write in one iteration of loop {loop.loop_var.name!r}",
+                    site.func,
+                    block,
+                )
+
+
+def _nest(realize: BlockRealize, ranges: list[Range], preserve: bool, ana: Analyzer) -> Stmt:
+    """The block over new loops ``ax0, ax1, ...`` that run its iterators over ``ranges``."""
+    block = realize.block
+    loops: list[tuple[Var, PrimExpr]] = []
+    values: list[PrimExpr] = []
+    conditions: list[PrimExpr] = []
+    for iv, rng in zip(block.iter_vars, ranges):
+        unit = isinstance(rng.extent, IntImm) and rng.extent.value == 1
+        if unit and not preserve:
+            value = rng.min
+        else:
+            var = Var(f"ax{len(loops)}", iv.var.dtype)
+            loops.append((var, rng.extent))
+            zero = isinstance(rng.min, IntImm) and rng.min.value == 0
+            value = var if zero else op.add(rng.min, var)
+        values.append(value)
+        dom = iv.dom
+        if not ana.can_prove(op.ge(rng.min, dom.min)):
+            conditions.append(op.ge(value, dom.min))
+        if not ana.can_prove(op.le(op.add(rng.min, rng.extent), op.add(dom.min, dom.extent))):
+            conditions.append(op.lt(value, op.add(dom.min, dom.extent)))
+    predicate: PrimExpr = IntImm(1, realize.predicate.dtype)
+    for cond in conditions:
+        is_true = isinstance(predicate, IntImm) and predicate.value == 1
+        predicate = cond if is_true else op.logical_and(predicate, cond)
+    stmt: Stmt = update(realize, iter_values=tuple(values), predicate=predicate)
+    for var, extent in reversed(loops):
+        stmt = For(var, IntImm(0, var.dtype), extent, ForKind.SERIAL, stmt)
+    return stmt
