@@ -37,7 +37,13 @@ class BlockMethods:
 
     _state: ScheduleState
 
-    def _record(self, kind: str, inputs: Sequence[object], attrs: Sequence[object], outputs: Sequence[Ref] = ()) -> None:  # fmt: skip
+    def _record(
+        self,
+        kind: str,
+        inputs: Sequence[object],
+        attrs: Sequence[object],
+        outputs: Sequence[Ref] = (),
+    ) -> None:
         raise NotImplementedError
 
     def _target(self, ref: BlockArg | LoopRV) -> BlockRV | LoopRV:
@@ -241,7 +247,9 @@ class BlockMethods:
         return ref
 
     # ---- blockize ------------------------------------------------------------------------
-    def blockize(self, target: LoopRV | Sequence[BlockArg], preserve_unit_iters: bool = True) -> BlockRV:  # fmt: skip
+    def blockize(
+        self, target: LoopRV | Sequence[BlockArg], preserve_unit_iters: bool = True
+    ) -> BlockRV:
         """Wrap the subtree of ``target`` (a loop) into a new outer block whose iterators
         are the loops' parts of the inner block's bindings.
 

@@ -40,6 +40,36 @@ RULES = {
     "root-block": "the function's root block stays its body, outside every loop",
     "annotation": "unannotate needs a key the loop or block is annotated with",
     "argument": "the arguments must have the types the primitive documents",
+    "buffer-index": "a buffer index counts the block's reads (or writes), from 0",
+    "same-scope": "the block and the loop (or consumer blocks) must be in the same scope",
+    "location": (
+        "compute_at needs a loop that holds every consumer of the block and not the block "
+        "itself (reverse_compute_at: every producer); decompose_reduction needs a loop above "
+        "the block, below every loop that drives a reduction iterator"
+    ),
+    "output-block": "a block that writes a function parameter cannot be moved away or inlined",
+    "single-writer": "the block must be the only writer of its output buffers in the scope",
+    "data-flow": (
+        "moving a block's computation past another block must not change what either of them reads"
+    ),
+    "region-cover": "what a moved consumer reads per iteration must be written by then",
+    "param-buffer": "the buffer must be allocated in the function, not be a parameter",
+    "reduction-block": "the block must be a reduction block (have an init)",
+    "inline-body": (
+        "an inlined block is a spatial block whose body is one store at distinct iterators "
+        "(consumer: reading the producer's buffer at its iterators only, without predicate)"
+    ),
+    "single-producer": "reverse_compute_inline needs a block reading one producer's buffer",
+    "single-consumer": "reverse_compute_inline needs the only consumer of the buffer",
+    "reduction-pattern": "rfactor needs B[...] = B[...] op rhs with op one of +, *, max, min",
+    "rfactor-block": "the loop must hold exactly one block (and its nest no other)",
+    "rfactor-loop": (
+        "the rfactor loop drives reduction iterators only, and no loop drives both kinds"
+    ),
+    "blockize-binding": (
+        "each binding splits into (outer part) * E + (inner part over [0, E)), the predicate "
+        "using inner loops only"
+    ),
 }
 
 

@@ -9,7 +9,7 @@ from tilewright.arith.analyzer import Analyzer
 from tilewright.arith.int_set import IntervalSet, eval_set
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
-from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
+from tilewright.ir.expr import IntImm, Range, Var
 from tilewright.ir.functor import substitute
 from tilewright.ir.stmt import BlockRealize, For, ForKind, Stmt
 
@@ -82,10 +82,7 @@ def relax_region(
             low = eval_set(rng.min, dom, ana)
             high = eval_set(op.add(rng.min, rng.extent - 1), dom, ana)
             dims.append(IntervalSet(low.min_value, high.max_value))
-        if result is None:
-            result = dims
-        else:
-            result = [a.union(b, ana) for a, b in zip(result, dims)]
+        result = dims if result is None else [a.union(b, ana) for a, b in zip(result, dims)]
     return result
 
 

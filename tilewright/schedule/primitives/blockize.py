@@ -1,1 +1,131 @@
-"""Blockize: wrap the subtree of a loop into a new outer block."""
+"""Blockize: wrap the subtree of a loop into a new outer block whose iterators are the outer
+parts of the inner block's bindings (``v = vo * E + inner`` where the loops at and under the
+loop make ``inner`` range over ``[0, E)``)."""
+
+from __future__ import annotations
+
+from tilewright.arith.analyzer import Analyzer
+from tilewright.arith.int_set import eval_set
+from tilewright.arith.linear_form import LinearForm, build, to_form
+from tilewright.arith.region import block_access_regions
+from tilewright.ir import op
+from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
+from tilewright.ir.function import PrimFunc
+from tilewright.ir.functor import collect_vars
+from tilewright.ir.stmt import Block, BlockRealize, For, IterVar
+from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.tree import Site, rebuild, update, walk
+
+
+def _parts(value: PrimExpr, inner: set[Var]) -> tuple[PrimExpr, PrimExpr] | None:
+    """``value`` as ``outer + inner`` parts, each term using only one side's loops."""
+    form = to_form(value)
+    outer_form, inner_form = LinearForm(value.dtype, form.const), LinearForm(value.dtype)
+    for key, term, coef in form.items():
+        used = set(collect_vars(term))
+        if used <= inner:
+            inner_form.add_term(term, coef, key)
+        elif used & inner:
+            return None
+        else:
+            outer_form.add_term(term, coef, key)
+    return build(outer_form), build(inner_form)
+
+
+def blockize(site: Site, preserve_unit_iters: bool) -> tuple[PrimFunc, str]:
+    """Wrap the loop's subtree, which holds one block, into a block ``<name>_o``.
+
+    Example::
+
+        for i_1 in range(4): C[vi] (vi = i_0 * 4 + i_1)
+        ->  with T.block("C_o"): vi_o = i_0; for i_1: C[vi] (vi = vi_o * 4 + i_1)
+    """
+    func = site.func
+    loop = site.loop
+    realizes = [p for p in walk(loop, site.path[:-1]) if isinstance(p[-1], BlockRealize)]
+    if len(realizes) != 1:
+        raise ScheduleError(
+            "blockize",
+            "rfactor-block",
+            f"loop {loop.loop_var.name!r} must hold exactly one block, not {len(realizes)}",
+            func,
+            loop,
+        )
+    rpath = realizes[0]
+    realize = rpath[-1]
+    assert isinstance(realize, BlockRealize)
+    block = realize.block
+    k = next(i for i, s in enumerate(rpath) if s is loop)
+    inner_loops = [s for s in rpath[k:-1] if isinstance(s, For)]
+    inner = {f.loop_var for f in inner_loops}
+    ana = Analyzer()
+    dom = {f.loop_var: Range(f.min, f.extent) for f in inner_loops}
+    outer_ivs: list[IterVar] = []
+    outer_values: list[PrimExpr] = []
+    inner_values: list[PrimExpr] = []
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        parts = _parts(value, inner)
+        refused = parts is None
+        if parts is not None:
+            out, inn = parts
+            span = eval_set(inn, dom, ana)
+            low, high = span.min_value, span.max_value
+            extent = None if high is None else ana.simplify(op.add(high, 1))
+            const_inner = isinstance(inn, IntImm)
+            if const_inner and not (isinstance(out, IntImm) and not preserve_unit_iters):
+                outer_ivs.append(update(iv, var=Var(f"{iv.var.name}_o", iv.var.dtype)))
+                outer_values.append(value)
+                inner_values.append(outer_ivs[-1].var)
+                continue
+            if isinstance(out, IntImm) and out.value == 0:
+                inner_values.append(value)
+                continue
+            ok = (
+                isinstance(low, IntImm)
+                and low.value == 0
+                and isinstance(extent, IntImm)
+                and isinstance(iv.dom.extent, IntImm)
+                and isinstance(iv.dom.min, IntImm)
+                and iv.dom.min.value == 0
+                and iv.dom.extent.value % extent.value == 0
+                and ana.can_prove(op.eq(op.floormod(out, extent), 0))
+            )
+            if ok:
+                assert isinstance(extent, IntImm) and isinstance(iv.dom.extent, IntImm)
+                var = Var(f"{iv.var.name}_o", iv.var.dtype)
+                count = IntImm(iv.dom.extent.value // extent.value, var.dtype)
+                dom_o = Range(IntImm(0, var.dtype), count)
+                outer_ivs.append(IterVar(var, dom_o, iv.kind))
+                outer_values.append(ana.simplify(op.floordiv(out, extent)))
+                inner_values.append(op.add(op.mul(var, extent), inn))
+                continue
+            refused = True
+        if refused:
+            raise ScheduleError(
+                "blockize",
+                "blockize-binding",
+                f"the binding of {iv.var.name!r} in block {block.name!r} does not split into "
+                f"a part of the loops outside {loop.loop_var.name!r} times the extent of a "
+                "part of the loops inside it",
+                func,
+                block,
+            )
+    if set(collect_vars(realize.predicate)) - inner:
+        raise ScheduleError(
+            "blockize",
+            "blockize-binding",
+            f"the predicate of block {block.name!r} uses loops outside {loop.loop_var.name!r}",
+            func,
+            block,
+        )
+    names = {p[-1].name for p in walk(func.body) if isinstance(p[-1], Block)}
+    name = f"{block.name}_o"
+    if name in names:
+        raise ScheduleError("blockize", "unique-block-names", f"{name!r} exists", func, block)
+    new_inner = update(realize, iter_values=tuple(inner_values))
+    subtree = rebuild(rpath[k:], new_inner)
+    outer_block = Block(name, tuple(outer_ivs), (), (), subtree)
+    reads, writes = block_access_regions(outer_block)
+    outer_block = update(outer_block, reads=reads, writes=writes)
+    outer = BlockRealize(tuple(outer_values), IntImm(1, realize.predicate.dtype), outer_block)
+    return site.replaced(outer), name

@@ -167,7 +167,7 @@ def _insert(
     for r in readers:
         if any(contains(item, r.realize) for item in items[:index]):
             raise ScheduleError(
-                "cache",
+                "cache_write",
                 "data-flow",
                 f"block {r.block.name!r} reads the buffer in the same loop nest as its writer",
                 func,

@@ -224,9 +224,13 @@ def _offset(index: PrimExpr, iter_vars: set[Var]) -> tuple[Var, int] | None:
     """``index`` as ``v + c`` for a block iterator ``v``."""
     if isinstance(index, Var) and index in iter_vars:
         return index, 0
-    if isinstance(index, Add | Sub) and isinstance(index.a, Var) and index.a in iter_vars:
-        if isinstance(index.b, IntImm):
-            return index.a, index.b.value if isinstance(index, Add) else -index.b.value
+    if (
+        isinstance(index, Add | Sub)
+        and isinstance(index.a, Var)
+        and index.a in iter_vars
+        and isinstance(index.b, IntImm)
+    ):
+        return index.a, index.b.value if isinstance(index, Add) else -index.b.value
     return None
 
 

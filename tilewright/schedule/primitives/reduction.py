@@ -3,12 +3,25 @@ and factor a reduction loop into a partial-result buffer (``rfactor``)."""
 
 from __future__ import annotations
 
-from tilewright.ir.expr import PrimExpr, Var
+from tilewright.arith.region import block_access_regions
+from tilewright.ir.buffer import decl_buffer
+from tilewright.ir.expr import Add, BufferLoad, IntImm, Max, Min, Mul, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
-from tilewright.ir.functor import collect_vars, substitute
-from tilewright.ir.stmt import Block, BlockRealize, For, IterKind, IterVar, Stmt, seq
+from tilewright.ir.functor import collect_vars, post_order_visit, substitute
+from tilewright.ir.stmt import (
+    Block,
+    BlockRealize,
+    BufferStore,
+    For,
+    ForKind,
+    IterKind,
+    IterVar,
+    Stmt,
+    seq,
+)
+from tilewright.ir.structural import structural_equal
 from tilewright.schedule.error import ScheduleError
-from tilewright.schedule.tree import Site, update, with_child
+from tilewright.schedule.tree import Site, rebuild, update, walk, with_child
 
 
 def decompose_reduction(block_site: Site, loop_site: Site) -> tuple[PrimFunc, str, str]:
@@ -127,3 +140,204 @@ def decompose_reduction(block_site: Site, loop_site: Site) -> tuple[PrimFunc, st
     new_loop = body
     outer = block_site.at(path[: position + 1])
     return outer.replaced(seq(stmt, new_loop)), init_name, update_name
+
+
+_COMBINERS = (Add, Mul, Max, Min)
+
+
+def _pattern(site: Site, block: Block) -> tuple[BufferStore, PrimExpr, type]:
+    """``B[idx] = B[idx] <op> rhs`` with op one of +, *, max, min: the store, rhs and op."""
+    body = block.body
+    if isinstance(body, BufferStore) and isinstance(body.value, _COMBINERS):
+        value = body.value
+        for mine, other in ((value.a, value.b), (value.b, value.a)):
+            if (
+                isinstance(mine, BufferLoad)
+                and mine.buffer is body.buffer
+                and structural_equal(mine.indices, body.indices)
+                and body.buffer not in {ld.buffer for ld in _loads(other)}
+            ):
+                return body, other, type(value)
+    raise ScheduleError(
+        "rfactor",
+        "reduction-pattern",
+        f"block {block.name!r} is not B[...] = B[...] op rhs with op one of +, *, max, min",
+        site.func,
+        block,
+    )
+
+
+def _loads(expr: PrimExpr) -> list[BufferLoad]:
+    found: list[BufferLoad] = []
+    post_order_visit(expr, lambda n: found.append(n) if isinstance(n, BufferLoad) else None)
+    return found
+
+
+def rfactor(loop_site: Site, factor_axis: int) -> tuple[PrimFunc, str]:
+    """Factor the reduction over ``loop`` into a buffer ``<B>_rf`` that keeps one partial
+    result per iteration of the loop (a new dimension at ``factor_axis``): block ``<name>_rf``
+    computes the partial results under the original loops and the original block, under
+    copies of its spatial loops and ``loop``, reduces them into ``B``.
+
+    Example::
+
+        B[vi] += A[vi, vk] over k_0, k_1; rfactor(k_1, 0)
+        ->  B_rf[vk_1, vi] += A[vi, vk_0 * 4 + vk_1];  B[vi] += B_rf[vk_1, vi]
+    """
+    func = loop_site.func
+    loop = loop_site.loop
+    realizes = [p for p in walk(loop, loop_site.path[:-1]) if isinstance(p[-1], BlockRealize)]
+    if len(realizes) != 1:
+        raise ScheduleError(
+            "rfactor",
+            "rfactor-block",
+            f"loop {loop.loop_var.name!r} must hold exactly one block, not {len(realizes)}",
+            func,
+            loop,
+        )
+    rpath = realizes[0]
+    realize = rpath[-1]
+    assert isinstance(realize, BlockRealize)
+    block = realize.block
+    if block.init is None:
+        raise ScheduleError(
+            "rfactor",
+            "reduction-block",
+            f"block {block.name!r} has no init: it is not a reduction block",
+            func,
+            block,
+        )
+    store, rhs, combiner = _pattern(loop_site, block)
+    block_site = loop_site.at((*rpath, block))
+    start = block_site.scope_index() + 1
+    nest = [s for s in rpath[start:-1] if isinstance(s, For)]
+    top = next(k for k in range(start, len(rpath)) if isinstance(rpath[k], For))
+    if len([p for p in walk(rpath[top]) if isinstance(p[-1], BlockRealize)]) != 1:
+        raise ScheduleError(
+            "rfactor",
+            "rfactor-block",
+            f"the loop nest of block {block.name!r} holds other blocks",
+            func,
+            rpath[top],
+        )
+    reduce_vars: set[Var] = set()
+    spatial_vars: set[Var] = set()
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        if iv.kind not in (IterKind.SPATIAL, IterKind.REDUCE):
+            raise ScheduleError(
+                "rfactor", "block-iter-kind", f"block {block.name!r} has {iv.kind.value}", func
+            )
+        (reduce_vars if iv.kind is IterKind.REDUCE else spatial_vars).update(collect_vars(value))
+    if loop.loop_var not in reduce_vars or loop.loop_var in spatial_vars:
+        raise ScheduleError(
+            "rfactor",
+            "rfactor-loop",
+            f"loop {loop.loop_var.name!r} must drive reduction iterators of block "
+            f"{block.name!r} and no spatial one",
+            func,
+            loop,
+        )
+    for f in nest:
+        if f.loop_var in reduce_vars and f.loop_var in spatial_vars:
+            raise ScheduleError(
+                "rfactor",
+                "rfactor-loop",
+                f"loop {f.loop_var.name!r} drives both spatial and reduction iterators",
+                func,
+                f,
+            )
+    ndim = len(store.buffer.shape)
+    if not -ndim - 1 <= factor_axis <= ndim:
+        raise ScheduleError(
+            "rfactor",
+            "argument",
+            f"factor_axis {factor_axis} is out of range for buffer {store.buffer.name!r} of "
+            f"{ndim} dimensions",
+            func,
+            loop,
+        )
+    axis = factor_axis % (ndim + 1)
+    if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
+        raise ScheduleError(
+            "rfactor", "loop-from-zero", f"loop {loop.loop_var.name!r} must start at 0", func, loop
+        )
+    buffer = store.buffer
+    names = {p[-1].name for p in walk(func.body) if isinstance(p[-1], Block)}
+    rf_name = f"{block.name}_rf"
+    if rf_name in names:
+        raise ScheduleError("rfactor", "unique-block-names", f"{rf_name!r} exists", func, block)
+    shape = (*buffer.shape[:axis], loop.extent, *buffer.shape[axis:])
+    rf = decl_buffer(shape, buffer.dtype, f"{buffer.name}_rf", buffer.scope)
+
+    # The rf block: spatial iterators, one per reduction loop (the factored one spatial).
+    spatial_ivs = [iv for iv in block.iter_vars if iv.kind is IterKind.SPATIAL]
+    new_spatial = {iv.var: Var(iv.var.name, iv.var.dtype) for iv in spatial_ivs}
+    loop_ivs: dict[Var, Var] = {}
+    rf_iters: list[IterVar] = [update(iv, var=new_spatial[iv.var]) for iv in spatial_ivs]
+    rf_values: list[PrimExpr] = [
+        v for iv, v in zip(block.iter_vars, realize.iter_values) if iv.kind is IterKind.SPATIAL
+    ]
+    for f in nest:
+        if f.loop_var not in reduce_vars:
+            continue
+        var = Var(f"v{f.loop_var.name}", f.loop_var.dtype)
+        loop_ivs[f.loop_var] = var
+        kind = IterKind.SPATIAL if f is loop else IterKind.REDUCE
+        rf_iters.append(IterVar(var, Range(f.min, f.extent), kind))
+        rf_values.append(f.loop_var)
+    body_map: dict[Var, PrimExpr] = dict(new_spatial)
+    for iv, v in zip(block.iter_vars, realize.iter_values):
+        if iv.kind is IterKind.REDUCE:
+            body_map[iv.var] = substitute(v, loop_ivs)  # type: ignore[assignment]
+    rf_index = [substitute(i, body_map) for i in store.indices]
+    rf_index.insert(axis, loop_ivs[loop.loop_var])
+    rf_idx = tuple(rf_index)
+    rf_load = BufferLoad(rf, rf_idx)  # type: ignore[arg-type]
+    assert isinstance(block.init, BufferStore)
+    rf_block = Block(
+        rf_name,
+        tuple(rf_iters),
+        (),
+        (),
+        BufferStore(rf, combiner(rf_load, substitute(rhs, body_map)), rf_idx),  # type: ignore[arg-type]
+        BufferStore(rf, substitute(block.init.value, body_map), rf_idx),  # type: ignore[arg-type]
+    )
+    reads, writes = block_access_regions(rf_block)
+    rf_block = update(rf_block, reads=reads, writes=writes)
+    rf_realize = BlockRealize(tuple(rf_values), realize.predicate, rf_block)
+    rf_nest = rebuild(rpath[top:], rf_realize)
+
+    # The write-back block under copies of the spatial loops and the factored loop.
+    copies = {f.loop_var: Var(f.loop_var.name, f.loop_var.dtype) for f in nest}
+    kept = [f for f in nest if f is loop or f.loop_var not in reduce_vars]
+    wb_var = Var(f"v{loop.loop_var.name}", loop.loop_var.dtype)
+    wb_index = list(store.indices)
+    wb_index.insert(axis, wb_var)
+    wb_iters = (*spatial_ivs, IterVar(wb_var, Range(loop.min, loop.extent), IterKind.REDUCE))
+    wb_values = [substitute(v, copies) for v in rf_values[: len(spatial_ivs)]]
+    wb_values.append(copies[loop.loop_var])
+    wb_block = update(
+        block,
+        iter_vars=wb_iters,
+        body=BufferStore(
+            buffer,
+            combiner(BufferLoad(buffer, store.indices), BufferLoad(rf, tuple(wb_index))),
+            store.indices,
+        ),
+    )
+    reads, writes = block_access_regions(wb_block)
+    wb_block = update(wb_block, reads=reads, writes=writes)
+    wb: Stmt = BlockRealize(tuple(wb_values), IntImm(1, realize.predicate.dtype), wb_block)  # type: ignore[arg-type]
+    for f in reversed(kept):
+        kind = ForKind.SERIAL if f is loop else f.kind
+        tag = "" if f is loop else f.thread_tag
+        wb = update(f, loop_var=copies[f.loop_var], body=wb, kind=kind, thread_tag=tag)
+    new_func = loop_site.at(rpath[: top + 1]).replaced(seq(rf_nest, wb))
+    scope = rpath[start - 1]
+    assert isinstance(scope, Block)
+    for path in walk(new_func.body):
+        if isinstance(path[-1], Block) and path[-1].name == scope.name:
+            node = path[-1]
+            new_scope = update(node, alloc_buffers=(*node.alloc_buffers, rf))
+            return new_func.with_body(rebuild(path, new_scope)), rf_name
+    raise AssertionError("scope block not found")
