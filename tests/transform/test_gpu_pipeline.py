@@ -37,6 +37,7 @@ GPU_STAGES = [
     "plan_buffer_allocation",
     "compact_buffer_allocation",
     "flatten_buffers",
+    "unroll_loops",
     "simplify",
     "lower_vectorized",
     "inject_thread_sync",

@@ -52,6 +52,7 @@ from tilewright.transform.plan_buffer_allocation import plan_buffer_allocation
 from tilewright.transform.remove_no_op import remove_no_op
 from tilewright.transform.simplify import simplify
 from tilewright.transform.split_host_device import split_host_device
+from tilewright.transform.unroll_loops import unroll_loops
 from tilewright.transform.verify import LoweredFormError, verify_lowered
 from tilewright.transform.verify_gpu_code import GPUCodeError, GPULimits, verify_gpu_code
 
@@ -78,6 +79,7 @@ __all__ = [
     "split_host_device",
     "stages",
     "sync_threads",
+    "unroll_loops",
     "verify_gpu_code",
     "verify_lowered",
 ]

@@ -21,6 +21,7 @@ from tilewright.transform.plan_buffer_allocation import plan_buffer_allocation
 from tilewright.transform.remove_no_op import remove_no_op
 from tilewright.transform.simplify import simplify
 from tilewright.transform.split_host_device import split_host_device
+from tilewright.transform.unroll_loops import unroll_loops
 from tilewright.transform.verify import verify_lowered
 from tilewright.transform.verify_gpu_code import verify_gpu_code
 
@@ -69,6 +70,7 @@ def stages(target_kind: str = "c") -> tuple[Stage, ...]:
             (Stage("plan_buffer_allocation", plan_buffer_allocation), gpu),
             (Stage("compact_buffer_allocation", compact_buffer_allocation), gpu),
             (Stage("flatten_buffers", flatten_buffers), True),
+            (Stage("unroll_loops", unroll_loops), gpu),
             (Stage("simplify", simplify), True),
             (Stage("lower_vectorized", lower_vectorized), gpu),
             (Stage("inject_thread_sync", inject_thread_sync), gpu),

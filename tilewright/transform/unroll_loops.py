@@ -1,0 +1,84 @@
+"""Loop nest with ``T.unroll`` loops → each constant-extent one written out, iteration by iteration.
+
+A ``#pragma unroll`` leaves the decision to the device compiler, which may keep a loop whose
+body indexes a register array (``C_local[i_2 * 8 + j_2]``) and so move that array to slow
+local memory. Writing the iterations out, as TVM does for loops marked ``unroll``, gives the
+compiler constant indices to work with.
+"""
+
+from __future__ import annotations
+
+from tilewright.ir import (
+    Allocate,
+    For,
+    ForKind,
+    IntImm,
+    Let,
+    LetStmt,
+    Mutator,
+    PrimExpr,
+    PrimFunc,
+    Stmt,
+    Var,
+    pre_order_visit,
+    seq,
+    substitute,
+)
+
+MAX_UNROLLED_ITERATIONS = 256  # past this a loop keeps its pragma: code size would explode
+
+
+def unroll_loops(func: PrimFunc) -> PrimFunc:
+    """Replace each ``unroll`` loop of constant extent by its body once per iteration.
+
+    Loops with a symbolic extent, or more than ``MAX_UNROLLED_ITERATIONS`` iterations, stay
+    ``unroll`` loops (code generation prints a ``#pragma unroll``).
+
+    Args:
+        func: the function to unroll (before ``simplify``, which folds the substituted indices).
+
+    Example::
+
+        # before                            # after
+        for k_1 in T.unroll(2):             C[0] = C[0] + A[k_0 * 2 + 0]
+            C[0] = C[0] + A[k_0 * 2 + k_1]  C[0] = C[0] + A[k_0 * 2 + 1]
+    """
+    return func.with_body(_Unroller().visit(func.body))  # type: ignore[arg-type]
+
+
+class _Unroller(Mutator):
+    def visit_For(self, loop: For) -> Stmt:
+        body: Stmt = self.visit(loop.body)  # type: ignore[assignment]
+        constant = isinstance(loop.min, IntImm) and isinstance(loop.extent, IntImm)
+        if loop.kind is not ForKind.UNROLLED or not constant:
+            return loop.replace(body=body)  # type: ignore[return-value]
+        start, extent = loop.min.value, loop.extent.value  # type: ignore[attr-defined]
+        inner = _defined(body)
+        if extent > MAX_UNROLLED_ITERATIONS or inner is None:
+            return loop.replace(body=body)  # type: ignore[return-value]
+        copies = []
+        for i in range(extent):
+            # Each copy defines its own loop and let variables: one name, one definition.
+            mapping: dict[Var, PrimExpr] = {v: Var(v.name, v.dtype) for v in inner} if i else {}
+            mapping[loop.loop_var] = IntImm(start + i, loop.loop_var.dtype)
+            copies.append(substitute(body, mapping))
+        return seq(*copies)  # type: ignore[arg-type]
+
+
+def _defined(body: Stmt) -> list[Var] | None:
+    """Variables bound inside ``body``; None when it allocates (one allocation per buffer)."""
+    found: list[Var] = []
+    allocates = False
+
+    def visit(node: object) -> bool:
+        nonlocal allocates
+        if isinstance(node, For):
+            found.append(node.loop_var)
+        elif isinstance(node, LetStmt | Let):
+            found.append(node.var)
+        elif isinstance(node, Allocate):
+            allocates = True
+        return True
+
+    pre_order_visit(body, visit)
+    return None if allocates else found
