@@ -4,8 +4,10 @@ round trip, and numeric equality with the unscheduled program in the block inter
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import numpy as np
+import pytest
 from block_interpreter import run
 
 import tilewright as tw
@@ -19,7 +21,7 @@ from tilewright.ir import (
     assert_structural_equal,
     collect_vars,
 )
-from tilewright.schedule import Schedule, Trace
+from tilewright.schedule import Schedule, ScheduleError, Trace
 from tilewright.schedule.tree import children
 
 
@@ -111,3 +113,14 @@ def check_schedule(
     assert_structural_equal(tw.script.from_source(sch.mod.script()), sch.mod)
     if numeric:
         check_numeric(sch, original)
+
+
+def check_refused(sch: Schedule, call: Callable[[], object], match: str) -> ScheduleError:
+    """``call`` raises ``ScheduleError`` matching ``match`` and changes nothing: the module is
+    the same object and only ``get_block`` lookups were recorded."""
+    before, length = sch.mod, len(sch.trace)
+    with pytest.raises(ScheduleError, match=match) as info:
+        call()
+    assert sch.mod is before
+    assert {i.kind for i in sch.trace.insts[length:]} <= {"get_block"}
+    return info.value

@@ -1,0 +1,238 @@
+"""compute_at and reverse_compute_at: expected scripts (unit loops dropped or kept, reduction
+producers, predicates where the region overhangs the domain), replay, numerics, and every rule
+they enforce."""
+
+from __future__ import annotations
+
+from schedule_checks import check_refused, check_schedule
+from schedule_corpus import softmax, two_stage
+
+from tilewright.script import tir as T
+from tilewright.tir import Schedule
+
+
+@T.prim_func
+def two_stage_at_row(A: T.Buffer((6, 10), "float32"), C: T.Buffer((6, 10), "float32")):
+    B = T.alloc_buffer((6, 10))
+    for i in range(6):
+        for ax0 in range(10):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, ax0])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+        for j in range(10):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+def test_compute_at_a_row_loop() -> None:
+    sch = Schedule(two_stage)
+    i, _ = sch.get_loops("C")
+    sch.compute_at("B", i)
+    check_schedule(sch, two_stage, two_stage_at_row)
+
+
+@T.prim_func
+def two_stage_unit_loops(A: T.Buffer((6, 10), "float32"), C: T.Buffer((6, 10), "float32")):
+    B = T.alloc_buffer((6, 10))
+    for i, j in T.grid(6, 10):
+        for ax0, ax1 in T.grid(1, 1):
+            with T.block("B"):
+                vi = T.axis.spatial(6, i + ax0)
+                vj = T.axis.spatial(10, j + ax1)
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+def test_compute_at_the_innermost_loop_preserving_unit_loops() -> None:
+    sch = Schedule(two_stage)
+    _, j = sch.get_loops("C")
+    sch.compute_at("B", j, preserve_unit_loops=True)
+    check_schedule(sch, two_stage, two_stage_unit_loops)
+
+
+def test_compute_at_a_reduction_producer() -> None:
+    sch = Schedule(softmax)
+    i, _ = sch.get_loops("exp")
+    sch.compute_at("row_max", i)
+    check_schedule(sch, softmax)
+    text = sch.mod["main"].script()
+    assert 'for ax0 in range(12):\n            with T.block("row_max"):' in text
+    assert 'vi, vj = T.axis.remap("SR", [i, ax0])' in text
+
+
+@T.prim_func
+def odd(A: T.Buffer((10,), "float32"), C: T.Buffer((10,), "float32")):
+    B = T.alloc_buffer((10,))
+    for i in range(10):
+        with T.block("B"):
+            vi = T.axis.spatial(10, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(10):
+        with T.block("C"):
+            vi = T.axis.spatial(10, i)
+            C[vi] = B[vi] + T.float32(1)
+
+
+@T.prim_func
+def odd_at_tile(A: T.Buffer((10,), "float32"), C: T.Buffer((10,), "float32")):
+    B = T.alloc_buffer((10,))
+    for i_0 in range(3):
+        for ax0 in range(4):
+            with T.block("B"):
+                vi = T.axis.spatial(10, i_0 * 4 + ax0)
+                T.where(i_0 * 4 + ax0 < 10)
+                B[vi] = A[vi] * T.float32(2)
+        for i_1 in range(4):
+            with T.block("C"):
+                vi = T.axis.spatial(10, i_0 * 4 + i_1)
+                T.where(i_0 * 4 + i_1 < 10)
+                C[vi] = B[vi] + T.float32(1)
+
+
+def test_compute_at_adds_a_predicate_where_the_tile_overhangs() -> None:
+    sch = Schedule(odd)
+    (i,) = sch.get_loops("C")
+    i0, _ = sch.split(i, [None, 4])
+    sch.compute_at("B", i0)
+    check_schedule(sch, odd, odd_at_tile)
+
+
+@T.prim_func
+def two_stage_reverse(A: T.Buffer((6, 10), "float32"), C: T.Buffer((6, 10), "float32")):
+    B = T.alloc_buffer((6, 10))
+    for i in range(6):
+        for j in range(10):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+        for ax0 in range(10):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, ax0])
+                C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+def test_reverse_compute_at_a_row_loop() -> None:
+    sch = Schedule(two_stage)
+    i, _ = sch.get_loops("B")
+    sch.reverse_compute_at("C", i)
+    check_schedule(sch, two_stage, two_stage_reverse)
+
+
+def test_compute_at_keeps_references_to_the_moved_block() -> None:
+    sch = Schedule(two_stage)
+    block = sch.get_block("B")
+    i, _ = sch.get_loops("C")
+    sch.compute_at(block, i)
+    (ax,) = sch.get_loops(block)[1:]
+    sch.vectorize(ax)
+    check_schedule(sch, two_stage)
+    assert "for ax0 in T.vectorized(10):" in sch.mod.script()
+
+
+# ---- rules ---------------------------------------------------------------------------------
+
+
+def test_location_rules() -> None:
+    sch = Schedule(two_stage)
+    i, _ = sch.get_loops("B")
+    error = check_refused(sch, lambda: sch.compute_at("B", i), "'B' is already under loop 'i'")
+    assert error.rule == "location"
+    sch = Schedule(softmax)
+    i, _ = sch.get_loops("row_sum")
+    error = check_refused(sch, lambda: sch.compute_at("exp", i), "'norm' of block 'exp' is not")
+    assert error.rule == "location"
+    i, _ = sch.get_loops("norm")
+    error = check_refused(
+        sch, lambda: sch.reverse_compute_at("row_sum", i), "'exp' of block 'row_sum' is not"
+    )
+    assert error.rule == "location"
+
+
+def test_compute_at_refuses_an_output_block() -> None:
+    sch = Schedule(two_stage)
+    i, _ = sch.get_loops("B")
+    error = check_refused(sch, lambda: sch.compute_at("C", i), "writes the function's output")
+    assert error.rule == "output-block"
+
+
+@T.prim_func
+def overwritten_input(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,))
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("X"):
+            vi = T.axis.spatial(8, i)
+            A[vi] = T.float32(0)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi]
+
+
+def test_compute_at_refuses_to_move_past_a_write_of_an_input() -> None:
+    sch = Schedule(overwritten_input)
+    (i,) = sch.get_loops("C")
+    error = check_refused(sch, lambda: sch.compute_at("B", i), "past block 'X'")
+    assert error.rule == "data-flow"
+
+
+@T.prim_func
+def window_after(A: T.Buffer((10,), "float32"), C: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((10,))
+    for i in range(10):
+        with T.block("B"):
+            vi = T.axis.spatial(10, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + B[vi + 2]
+
+
+def test_reverse_compute_at_needs_the_region_written_by_then() -> None:
+    sch = Schedule(window_after)
+    (i,) = sch.get_loops("B")
+    error = check_refused(sch, lambda: sch.reverse_compute_at("C", i), "beyond the region")
+    assert error.rule == "region-cover"
+
+
+def test_scope_and_root_rules() -> None:
+    sch = Schedule(two_stage)
+    _, j = sch.get_loops("C")
+    sch.blockize(j)
+    (j_inner,) = sch.get_loops("C")
+    error = check_refused(sch, lambda: sch.compute_at("B", j_inner), "not in the scope")
+    assert error.rule == "same-scope"
+    i, _ = sch.get_loops("B")
+    error = check_refused(sch, lambda: sch.compute_at("root", i), "root block cannot move")
+    assert error.rule == "root-block"
+
+
+@T.prim_func
+def two_writers(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,))
+    for i in range(8):
+        with T.block("B0"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi]
+    for i in range(8):
+        with T.block("B1"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = B[vi] + T.float32(1)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi]
+
+
+def test_compute_at_needs_the_only_writer() -> None:
+    sch = Schedule(two_writers)
+    (i,) = sch.get_loops("C")
+    error = check_refused(sch, lambda: sch.compute_at("B0", i), "also writes buffer 'B'")
+    assert error.rule == "single-writer"
