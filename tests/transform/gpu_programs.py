@@ -160,6 +160,17 @@ class Expected_6:
 
 # The same schedules at sizes the reference interpreter runs in a moment.
 SMALL = {
+    "matmul_small": """
+@T.prim_func
+def main(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+""",
     "matmul_blocking": """
 @T.prim_func
 def main(A: T.Buffer((32, 32), "float32"), B: T.Buffer((32, 32), "float32"), C: T.Buffer((32, 32), "float32")):
@@ -263,5 +274,6 @@ REFERENCES: dict[str, tuple[int, Callable[[list[np.ndarray]], np.ndarray]]] = {
     "Expected_5": (2, _matmul),
     "Expected_6": (2, _matmul),
     "matmul_blocking": (2, _matmul),
+    "matmul_small": (2, _matmul),
     "matmul_shared": (2, _matmul),
 }

@@ -230,3 +230,54 @@ def test_tiled_window_sums_compact_sync_and_match_numpy(nthread, width, blocks, 
     got = run_module(lowered, "main", x, np.zeros(n, "float32"))[1]
     want = sum(x[w : w + n] for w in range(width))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _notebook_schedule(sch, shared: bool, tiles: tuple[int, int, int, int, int]):
+    """The notebook's ``blocking`` / ``blocking_with_shared`` schedule functions."""
+    tile_local_y, tile_local_x, tile_block_y, tile_block_x, tile_k = tiles
+    block_c = sch.get_block("C")
+    c_local = sch.cache_write(block_c, 0, "local")
+    i, j, k = sch.get_loops(block=block_c)
+    i0, i1, i2 = sch.split(loop=i, factors=[None, tile_block_y, tile_local_y])
+    j0, j1, j2 = sch.split(loop=j, factors=[None, tile_block_x, tile_local_x])
+    k0, k1 = sch.split(loop=k, factors=[None, tile_k])
+    if not shared:
+        sch.unroll(k1)
+    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
+    sch.reverse_compute_at(c_local, j1)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    if not shared:
+        sch.bind(i1, "threadIdx.y")
+        sch.bind(j1, "threadIdx.x")
+    else:
+        sch.bind(sch.fuse(i1, j1), "threadIdx.x")
+        for index in (0, 1):
+            cache = sch.cache_read(block=block_c, read_buffer_index=index, storage_scope="shared")
+            sch.compute_at(block=cache, loop=k0)
+            inner = sch.fuse(*sch.get_loops(block=cache)[-2:])
+            _, tx, vec = sch.split(loop=inner, factors=[None, tile_block_y * tile_block_x, 4])
+            sch.vectorize(vec)
+            sch.bind(tx, "threadIdx.x")
+    sch.decompose_reduction(block_c, k0)
+    return sch
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    shared=st.booleans(),
+    tiles=st.tuples(*[st.sampled_from([1, 2, 4])] * 4, st.sampled_from([2, 4, 8])),
+)
+def test_notebook_schedules_at_any_tile_size_match_numpy(shared, tiles):
+    from tilewright.schedule import ScheduleError
+    from tilewright.tir import Schedule
+
+    if not hasattr(Schedule, "cache_read"):
+        pytest.skip("the schedule has no cache_read yet")
+    mod = load("matmul_small")
+    try:
+        sch = _notebook_schedule(Schedule(mod), shared, tiles)
+    except ScheduleError:
+        return  # some tile choices are not schedulable (a fuse across a sequence); not ours
+    lowered = lower_module(sch.mod, "cuda")
+    _check("matmul_small", lowered)
