@@ -1,0 +1,189 @@
+"""compute_inline and reverse_compute_inline: expected scripts, replay, numerics, and every
+rule they enforce."""
+
+from __future__ import annotations
+
+from schedule_checks import check_refused, check_schedule
+from schedule_corpus import softmax, two_stage
+
+from tilewright.script import tir as T
+from tilewright.tir import Schedule
+
+
+@T.prim_func
+def inlined(A: T.Buffer((6, 10), "float32"), C: T.Buffer((6, 10), "float32")):
+    for i, j in T.grid(6, 10):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] * T.float32(2) + T.float32(1)
+
+
+def test_compute_inline_an_elementwise_producer() -> None:
+    sch = Schedule(two_stage)
+    sch.compute_inline("B")
+    check_schedule(sch, two_stage, inlined)
+
+
+@T.prim_func
+def reverse_inlined(A: T.Buffer((6, 10), "float32"), C: T.Buffer((6, 10), "float32")):
+    for i, j in T.grid(6, 10):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] * T.float32(2) + T.float32(1)
+
+
+def test_reverse_compute_inline_an_elementwise_consumer() -> None:
+    sch = Schedule(two_stage)
+    sch.reverse_compute_inline("C")
+    check_schedule(sch, two_stage, reverse_inlined)
+
+
+def test_compute_inline_into_several_consumers_including_a_reduction() -> None:
+    sch = Schedule(softmax)
+    sch.compute_inline("exp")
+    check_schedule(sch, softmax)
+    text = sch.mod["main"].script()
+    assert "S[vi] = S[vi] + T.exp(A[vi, vj] - M[vi])" in text
+    assert "Out[vi, vj] = T.exp(A[vi, vj] - M[vi]) / S[vi]" in text
+    assert "E = T.alloc_buffer" not in text
+
+
+@T.prim_func
+def transposed(A: T.Buffer((4, 6), "float32"), C: T.Buffer((6, 4), "float32")):
+    B = T.alloc_buffer((4, 6))
+    for i, j in T.grid(4, 6):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] + T.float32(1)
+    for j, i in T.grid(6, 4):
+        with T.block("C"):
+            vj, vi = T.axis.remap("SS", [j, i])
+            C[vj, vi] = B[vi, vj] * T.float32(3)
+
+
+@T.prim_func
+def transposed_reverse(A: T.Buffer((4, 6), "float32"), C: T.Buffer((6, 4), "float32")):
+    for i, j in T.grid(4, 6):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vj, vi] = (A[vi, vj] + T.float32(1)) * T.float32(3)
+
+
+def test_inlining_through_a_transposed_access() -> None:
+    sch = Schedule(transposed)
+    sch.reverse_compute_inline("C")
+    check_schedule(sch, transposed, transposed_reverse)
+    sch = Schedule(transposed)
+    sch.compute_inline("B")
+    check_schedule(sch, transposed)
+    assert "C[vj, vi] = (A[vi, vj] + T.float32(1.0)) * T.float32(3.0)" in sch.mod.script()
+
+
+# ---- rules ---------------------------------------------------------------------------------
+
+
+@T.prim_func
+def shifted(A: T.Buffer((8,), "float32"), C: T.Buffer((7,), "float32")):
+    B = T.alloc_buffer((8,))
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(7):
+        with T.block("C"):
+            vi = T.axis.spatial(7, i)
+            C[vi] = B[vi + 1] + B[vi]
+
+
+def test_inline_body_rules() -> None:
+    sch = Schedule(softmax)
+    error = check_refused(sch, lambda: sch.compute_inline("row_max"), "is a reduction")
+    assert error.rule == "inline-body"
+    sch = Schedule(shifted)
+    error = check_refused(sch, lambda: sch.reverse_compute_inline("C"), "at its iterators only")
+    assert error.rule == "inline-body"
+
+
+def test_inlining_refuses_to_drop_an_output() -> None:
+    sch = Schedule(two_stage)
+    error = check_refused(sch, lambda: sch.compute_inline("C"), "'C' is a parameter")
+    assert error.rule == "output-block"
+
+
+def test_reverse_compute_inline_needs_one_producer_and_the_only_consumer() -> None:
+    sch = Schedule(two_stage)
+    error = check_refused(sch, lambda: sch.reverse_compute_inline("B"), "exactly one producer")
+    assert error.rule == "single-producer"
+    sch = Schedule(softmax)
+    error = check_refused(sch, lambda: sch.reverse_compute_inline("norm"), "exactly one")
+    assert error.rule == "single-producer"
+
+
+@T.prim_func
+def two_readers(
+    A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"), D: T.Buffer((8,), "float32")
+):
+    B = T.alloc_buffer((8,))
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + T.float32(1)
+    for i in range(8):
+        with T.block("D"):
+            vi = T.axis.spatial(8, i)
+            D[vi] = B[vi] - T.float32(1)
+
+
+def test_reverse_compute_inline_refuses_a_shared_buffer() -> None:
+    sch = Schedule(two_readers)
+    error = check_refused(sch, lambda: sch.reverse_compute_inline("C"), "'D' also reads")
+    assert error.rule == "single-consumer"
+
+
+@T.prim_func
+def overwritten_input(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,))
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("X"):
+            vi = T.axis.spatial(8, i)
+            A[vi] = T.float32(0)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + A[vi]
+
+
+def test_inlining_refuses_to_move_a_computation_past_a_write() -> None:
+    sch = Schedule(overwritten_input)
+    error = check_refused(sch, lambda: sch.compute_inline("B"), "block 'X' between")
+    assert error.rule == "data-flow"
+    sch = Schedule(read_before_write)
+    error = check_refused(sch, lambda: sch.reverse_compute_inline("C"), "block 'X' between")
+    assert error.rule == "data-flow"
+
+
+@T.prim_func
+def read_before_write(
+    A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"), D: T.Buffer((8,), "float32")
+):
+    B = T.alloc_buffer((8,))
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("X"):
+            vi = T.axis.spatial(8, i)
+            D[vi] = C[vi]
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + T.float32(1)
