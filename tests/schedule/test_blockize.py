@@ -11,7 +11,9 @@ from tilewright.tir import Schedule
 
 @T.prim_func
 def matmul_blockized(
-    A: T.Buffer((8, 10), "float32"), B: T.Buffer((10, 12), "float32"), C: T.Buffer((8, 12), "float32")
+    A: T.Buffer((8, 10), "float32"),
+    B: T.Buffer((10, 12), "float32"),
+    C: T.Buffer((8, 12), "float32"),
 ):
     for i_0, j_0 in T.grid(2, 3):
         with T.block("C_o"):
@@ -70,7 +72,7 @@ def test_blockize_needs_separable_bindings() -> None:
 
 def test_get_producers_and_consumers() -> None:
     sch = Schedule(softmax)
-    names = lambda refs: [sch.get(r).name for r in refs]  # noqa: E731
+    names = lambda refs: [sch.get(r).name for r in refs]
     assert names(sch.get_producers("norm")) == ["exp", "row_sum"]
     assert names(sch.get_consumers("exp")) == ["row_sum", "norm"]
     assert names(sch.get_consumers("norm")) == []
