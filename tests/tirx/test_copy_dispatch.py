@@ -203,3 +203,31 @@ def test_fill_scalar_on_a_strided_region():
     expect = np.zeros((8, 8), "int32")
     expect[:, :3] = 5
     np.testing.assert_array_equal(b, expect)
+
+
+def test_a_warp_uniform_condition_narrows_the_cta_but_not_the_warp():
+    @T.prim_func
+    def kernel(A: T.Buffer((32, 32), "float32")):
+        T.device_entry()
+        w = T.warp_id([2])
+        T.lane_id([32])
+        A_smem = T.alloc_buffer((32, 32), scope="shared", layout=SMEM)
+        if w == 0:
+            Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])
+            Tx.cta.copy(A_smem[0:32, 0:32], A[0:32, 0:32], dispatch="scalar")
+
+    lower = LowerTIRx("cuda")
+    lower(kernel)
+    assert variants_of(lower) == ["gmem_smem", "scalar"]
+    assert lower.decisions[0].notes["outer"] == 8
+
+    @T.prim_func
+    def cta_copy(A: T.Buffer((32, 32), "float32")):
+        T.device_entry()
+        w = T.warp_id([2])
+        A_smem = T.alloc_buffer((32, 32), scope="shared", layout=SMEM)
+        if w == 0:
+            Tx.cta.copy(A_smem[0:32, 0:32], A[0:32, 0:32], dispatch="gmem_smem")
+
+    with pytest.raises(DispatchError, match=r"narrowed by the enclosing `if w == 0`"):
+        LowerTIRx("cuda")(cta_copy)

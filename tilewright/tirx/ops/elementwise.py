@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tilewright.arith import simplify
 from tilewright.ir import (
     BufferLoad,
     BufferStore,
@@ -20,7 +21,6 @@ from tilewright.ir import (
     Stmt,
     Var,
     op,
-    substitute,
 )
 from tilewright.ir.dtype import int32
 from tilewright.tirx.dispatch import ExecContext
@@ -32,13 +32,19 @@ from tilewright.tirx.operand import Operand
 
 def load(side: Operand, ctx: ExecContext, linear: Offset) -> BufferLoad:
     """The element of ``side`` at memory offset ``linear`` (swizzled if the layout is)."""
-    return BufferLoad(ctx.flat(side.buffer), (op.convert(side.offset(linear)),))  # type: ignore[arg-type]
+    return BufferLoad(ctx.flat(side.buffer), (storage_index(side, linear),))
 
 
 def store(side: Operand, ctx: ExecContext, linear: Offset, value: PrimExpr) -> BufferStore:
     """``side[linear] = value`` through the flat view of its buffer."""
-    index = op.convert(side.offset(linear))  # type: ignore[arg-type]
-    return BufferStore(ctx.flat(side.buffer), value, (index,))
+    return BufferStore(ctx.flat(side.buffer), value, (storage_index(side, linear),))
+
+
+def storage_index(side: Operand, linear: Offset) -> PrimExpr:
+    """The flat index of memory offset ``linear``: simplified, then swizzled if need be."""
+    if isinstance(linear, PrimExpr):
+        linear = oa.as_offset(simplify(linear))
+    return op.convert(side.offset(linear))  # type: ignore[arg-type]
 
 
 def strided_loop(
@@ -52,12 +58,14 @@ def strided_loop(
     threads = ctx.threads
     rounds = -(-size // threads)
     e = Var(name, int32)
-    index = oa.add(oa.mul(e, threads), ctx.thread_index if threads > 1 else 0)  # type: ignore[arg-type]
+    # One round: index with the constant 0, so no `0 * threads` is left behind.
+    round_index: Offset = e if rounds > 1 else 0
+    index = oa.add(oa.mul(round_index, threads), ctx.thread_index if threads > 1 else 0)  # type: ignore[arg-type]
     stmt = body(index)
     if size % threads:
         stmt = IfThenElse(op.lt(index, size), stmt)  # type: ignore[arg-type]
     if rounds == 1:
-        return substitute(stmt, {e: 0})  # type: ignore[return-value]
+        return stmt
     return For(e, op.convert(0), op.convert(rounds), ForKind.SERIAL, stmt)
 
 

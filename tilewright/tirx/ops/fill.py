@@ -18,7 +18,6 @@ from tilewright.ir import (
     Stmt,
     Var,
     op,
-    substitute,
 )
 from tilewright.ir.dtype import int32
 from tilewright.tirx.dispatch import Check, ExecContext, Variant
@@ -89,12 +88,13 @@ def emit_vectorized(op_: TileOp, ctx: ExecContext) -> Stmt:
     ctx.notes.update(vec=vec, outer=outer)
     f = Var("f", int32)
     tid = ctx.thread_index if ctx.threads > 1 else 0
-    start = oa.add(side.base, oa.mul(oa.add(oa.mul(f, ctx.threads), tid), vec))  # type: ignore[arg-type]
+    round_index = f if outer > 1 else 0
+    start = oa.add(side.base, oa.add(oa.mul(round_index, ctx.threads * vec), oa.mul(tid, vec)))  # type: ignore[arg-type]
     # Inside one swizzle chunk the swizzle moves the whole vector together.
     index = Ramp(op.convert(side.offset(start)), op.convert(1), vec)  # type: ignore[arg-type]
     body: Stmt = BufferStore(ctx.flat(side.buffer), Broadcast(_value(op_, side), vec), (index,))
     if outer == 1:
-        return substitute(body, {f: 0})  # type: ignore[return-value]
+        return body
     return For(f, op.convert(0), op.convert(outer), ForKind.SERIAL, body)
 
 

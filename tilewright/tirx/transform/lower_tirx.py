@@ -120,7 +120,7 @@ class _Lowering(Mutator):
         self.target_kind = target_kind
         self.decisions = decisions
         self.launch: _Launch | None = None
-        self.narrowing: list[str] = []
+        self.narrowing: list[tuple[str, set[Var]]] = []
         self.views: dict[Buffer, Buffer] = {}
 
     # -- kernels and scopes ----------------------------------------------------------------
@@ -186,18 +186,25 @@ class _Lowering(Mutator):
 
     def visit_IfThenElse(self, stmt: IfThenElse) -> Stmt:
         launch = self.launch
-        narrows = launch is not None and any(
-            v in launch.thread_vars() for v in collect_vars(stmt.condition)
-        )
-        if narrows:
+        used = set(collect_vars(stmt.condition)) & launch.thread_vars() if launch else set()
+        if used:
             from tilewright.script.printer import script
 
-            self.narrowing.append(script(stmt.condition))
+            self.narrowing.append((script(stmt.condition), used))
         try:
             return self.generic_visit(stmt)  # type: ignore[return-value]
         finally:
-            if narrows:
+            if used:
                 self.narrowing.pop()
+
+    def _narrowed_by(self, scope: str, launch: _Launch) -> str | None:
+        """The innermost enclosing condition that splits the threads of one ``scope``."""
+        warp = launch.ids.get("warp_id", (None, 0))[0]
+        uniform = {"thread": launch.thread_vars(), "warp": {warp}, "warpgroup": set()}
+        for text, used in reversed(self.narrowing):
+            if scope == "cta" or not used <= uniform.get(scope, set()):
+                return text
+        return None
 
     # -- tile ops and barriers -------------------------------------------------------------
 
@@ -222,7 +229,7 @@ class _Lowering(Mutator):
         }[scope]
         if scope == "warpgroup" and launch.threads == WARPGROUP_SIZE:
             index = thread if thread is not None else launch.tx
-        narrowed = self.narrowing[-1] if self.narrowing and scope != "thread" else None
+        narrowed = self._narrowed_by(scope, launch)
         return ExecContext(
             self.target_kind, scope, threads, index, launch.threads, narrowed, views=self.views
         )
