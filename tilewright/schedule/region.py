@@ -86,6 +86,18 @@ def relax_region(
     return result
 
 
+def clip(interval: IntervalSet, dom: Range, analyzer: Analyzer) -> IntervalSet:
+    """``interval`` cut to ``dom`` where an end provably lies outside it (kept otherwise)."""
+    low, high = interval.min_value, interval.max_value
+    first = dom.min
+    last = analyzer.simplify(op.sub(op.add(dom.min, dom.extent), 1))
+    if low is not None and analyzer.can_prove(op.le(low, first)):
+        low = first
+    if high is not None and analyzer.can_prove(op.ge(high, last)):
+        high = last
+    return IntervalSet(low, high)
+
+
 def interval_range(interval: IntervalSet, analyzer: Analyzer | None = None) -> Range | None:
     """``[min, max]`` as a ``Range`` (``None`` if unbounded)."""
     if interval.min_value is None or interval.max_value is None:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from tilewright.arith.analyzer import Analyzer
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion, decl_buffer
 from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
@@ -31,7 +32,7 @@ from tilewright.schedule.dataflow import (
     scope_path,
 )
 from tilewright.schedule.error import ScheduleError
-from tilewright.schedule.region import access_regions, interval_range, relax_region
+from tilewright.schedule.region import access_regions, clip, interval_range, relax_region
 from tilewright.schedule.tree import Path, Site, rebuild, update, walk
 
 
@@ -132,10 +133,12 @@ def _region_at(
             if isinstance(s, For):
                 dom[s.loop_var] = Range(s.min, s.extent)
         regions.extend(found)
-    relaxed = relax_region(regions, dom)
+    ana = Analyzer()
+    relaxed = relax_region(regions, dom, ana)
     if relaxed is None:
         return None
-    ranges = [interval_range(r) for r in relaxed]
+    whole = [Range(IntImm(0, s.dtype), s) for s in buffer.shape]
+    ranges = [interval_range(clip(r, d, ana), ana) for r, d in zip(relaxed, whole)]
     if any(r is None or not isinstance(r.extent, IntImm) for r in ranges):
         return [Range(IntImm(0, s.dtype), s) for s in buffer.shape]
     return ranges  # type: ignore[return-value]

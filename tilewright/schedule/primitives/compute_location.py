@@ -24,7 +24,7 @@ from tilewright.schedule.dataflow import (
     scope_blocks,
 )
 from tilewright.schedule.error import ScheduleError
-from tilewright.schedule.region import access_regions, relax_region, relaxed_domain
+from tilewright.schedule.region import access_regions, clip, relax_region, relaxed_domain
 from tilewright.schedule.tree import Site, update
 
 
@@ -265,6 +265,8 @@ def _iter_ranges(
     ranges = []
     for iv in block.iter_vars:
         piece = found.get(iv.var)
+        if piece is not None:
+            piece = clip(piece, iv.dom, ana)
         rng = iv.dom
         if piece is not None and piece.min_value is not None and piece.max_value is not None:
             extent = ana.simplify(op.add(op.sub(piece.max_value, piece.min_value), 1))
