@@ -150,13 +150,12 @@ class BlockMethods:
             sch.storage_align(A_shared, 0, axis=0, factor=32, offset=1)
         """
         target, site = self._block(block, "storage_align")
-        values = [
-            _int("storage_align", n, v)
-            for n, v in (("buffer_index", buffer_index), ("axis", axis), ("factor", factor))
-        ]
+        index = _int("storage_align", "buffer_index", buffer_index)
+        dim = _int("storage_align", "axis", axis)
+        scale = _int("storage_align", "factor", factor)
         off = _int("storage_align", "offset", offset)
-        self._state.commit(site.func_name, caching.storage_align(site, *values, off))
-        self._record("storage_align", (target,), (*values, off))
+        self._state.commit(site.func_name, caching.storage_align(site, index, dim, scale, off))
+        self._record("storage_align", (target,), (index, dim, scale, off))
 
     # ---- compute location ----------------------------------------------------------------
     def compute_at(self, block: BlockArg, loop: LoopRV, preserve_unit_loops: bool = False) -> None:

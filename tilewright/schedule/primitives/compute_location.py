@@ -264,14 +264,13 @@ def _iter_ranges(
             found[var] = found[var].union(piece, ana) if var in found else piece
     ranges = []
     for iv in block.iter_vars:
-        piece = found.get(iv.var)
-        if piece is not None:
-            piece = clip(piece, iv.dom, ana)
+        found_piece = found.get(iv.var)
+        clipped = None if found_piece is None else clip(found_piece, iv.dom, ana)
         rng = iv.dom
-        if piece is not None and piece.min_value is not None and piece.max_value is not None:
-            extent = ana.simplify(op.add(op.sub(piece.max_value, piece.min_value), 1))
+        if clipped is not None and clipped.min_value is not None and clipped.max_value is not None:
+            extent = ana.simplify(op.add(op.sub(clipped.max_value, clipped.min_value), 1))
             if isinstance(extent, IntImm) and extent.value > 0:
-                rng = Range(piece.min_value, extent)
+                rng = Range(clipped.min_value, extent)
         ranges.append(rng)
     return ranges
 

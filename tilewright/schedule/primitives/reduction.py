@@ -329,9 +329,9 @@ def rfactor(loop_site: Site, factor_axis: int) -> tuple[PrimFunc, str]:
     wb_block = update(wb_block, reads=reads, writes=writes)
     wb: Stmt = BlockRealize(tuple(wb_values), IntImm(1, realize.predicate.dtype), wb_block)  # type: ignore[arg-type]
     for f in reversed(kept):
-        kind = ForKind.SERIAL if f is loop else f.kind
+        loop_kind = ForKind.SERIAL if f is loop else f.kind
         tag = "" if f is loop else f.thread_tag
-        wb = update(f, loop_var=copies[f.loop_var], body=wb, kind=kind, thread_tag=tag)
+        wb = update(f, loop_var=copies[f.loop_var], body=wb, kind=loop_kind, thread_tag=tag)
     new_func = loop_site.at(rpath[: top + 1]).replaced(seq(rf_nest, wb))
     scope = rpath[start - 1]
     assert isinstance(scope, Block)
