@@ -99,19 +99,23 @@ class Operand:
 
     @property
     def buffer(self) -> Buffer:
+        """The region's buffer."""
         return self.region.buffer
 
     @property
     def memory(self) -> str:
+        """``global``, ``shared`` or ``local``."""
         return memory_class(self.buffer.scope)
 
     @property
     def extents(self) -> tuple[int, ...]:
+        """The region's extents (constants)."""
         return tuple(
             _const(r.extent, f"region extent of {self.buffer.name}") for r in self.region.region
         )
 
     def size(self) -> int:
+        """Elements in the region."""
         return self.tile.size()
 
     def thread_axes(self) -> tuple[str, ...]:
@@ -149,6 +153,8 @@ def operand(region: BufferRegion) -> Operand:
             f"shape {list(shape)} has {_product(shape)}"
         )
     sliced, base = tile.slice(region.region, shape=tile_shape)
+    if not (isinstance(buffer.elem_offset, IntImm) and buffer.elem_offset.value == 0):
+        base = oa.add(oa.as_offset(buffer.elem_offset), base)
     if isinstance(base, PrimExpr):
         base = oa.as_offset(simplify(base))  # `bx * 16 * 64` reads as `bx * 1024`
     return Operand(region, sliced, base, swizzle)

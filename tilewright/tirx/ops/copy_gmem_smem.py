@@ -47,10 +47,12 @@ class GmemSmemPlan:
 
     @property
     def parts(self) -> list[int]:
+        """``[outer, threads, vec]``."""
         return [self.outer, self.threads, self.vec]
 
     @property
     def vec_bytes(self) -> int:
+        """Bytes moved by one vector transfer."""
         return (
             self.vec * self.global_side.buffer.dtype.bits * self.global_side.buffer.dtype.lanes // 8
         )

@@ -102,6 +102,7 @@ class _Launch:
 
     @property
     def threads(self) -> int:
+        """Threads per CTA: ``thread_id``'s extent, else 32 per warp, else one warp or one."""
         if "thread_id" in self.ids:
             return self.ids["thread_id"][1]
         if "warp_id" in self.ids:
@@ -111,6 +112,7 @@ class _Launch:
         return 1
 
     def thread_vars(self) -> set[Var]:
+        """``threadIdx.x`` and the variables of the thread-level scope ids."""
         return {self.tx, *(var for var, _ in self.ids.values())}
 
 
