@@ -121,6 +121,9 @@ def implicit_root(body: Stmt) -> Block | None:
     )
     if not plain:
         return None
+    inner = block.body
+    if not block.alloc_buffers and isinstance(inner, BlockRealize) and not inner.iter_values:
+        return None  # the parser would take that single block for the root itself
     return block if block.alloc_buffers or _holds_block(block.body) else None
 
 
