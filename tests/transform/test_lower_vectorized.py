@@ -152,3 +152,32 @@ def test_alignment_is_a_provable_multiple_of_the_lanes():
     assert not is_aligned_ramp(Ramp(t * 4, const(2), 4))
     assert not is_aligned_ramp(t * 4)
     assert known_divisor(IntImm(0, I32)) == 0 and known_divisor(t) == 1
+
+
+def test_a_guard_that_keeps_whole_vectors_stays_a_scalar_if():
+    func, (a, _, c) = _func(
+        lambda i, v, a, b, c: IfThenElse(op.lt(i * 4 + v, 12), store(c, a[i * 4 + v], i * 4 + v))
+    )
+    got = lower_vectorized(func)
+    i = func.body.loop_var
+    ramp = Ramp(i * 4, const(1), 4)
+    expected = func.with_body(
+        For(
+            i,
+            const(0),
+            const(4),
+            ForKind.SERIAL,
+            IfThenElse(op.lt(i, 3), store(c, a.load([ramp]), ramp)),
+        )
+    )
+    assert_structural_equal(got, expected)
+    _same_results(func, got)
+
+
+def test_a_guard_that_splits_a_vector_keeps_the_loop():
+    func, _ = _func(
+        lambda i, v, a, b, c: IfThenElse(op.lt(i * 4 + v, 10), store(c, a[i * 4 + v], i * 4 + v))
+    )
+    inner = lower_vectorized(func).body.body
+    assert isinstance(inner, For) and inner.kind is ForKind.SERIAL
+    _same_results(func, lower_vectorized(func))

@@ -2,8 +2,9 @@
 
 A vectorized loop whose body is one store, with every index either unchanged by the loop
 variable or moving by exactly one element per lane, becomes that store on ``lanes`` lanes:
-``A[Ramp(base, 1, n)] = B[Ramp(base', 1, n)] + Broadcast(x, n)``. Anything else (a nest, a
-condition on the lane, a gather, a store that does not move with the lane) becomes a serial
+``A[Ramp(base, 1, n)] = B[Ramp(base', 1, n)] + Broadcast(x, n)``; a guard around the store
+stays a scalar ``if`` when it holds for all lanes or none. Anything else (a nest, a condition
+that splits the lanes, a gather, a store that does not move with the lane) becomes a serial
 loop with the same body. ``is_aligned_ramp`` tells code generation whether the ramp's first
 element sits on a multiple of the lane count, so a native vector type (``float4``) is safe.
 """
@@ -14,7 +15,10 @@ from math import gcd
 
 from tilewright.arith import Analyzer, to_form
 from tilewright.ir import (
+    GE,
+    LT,
     Add,
+    And,
     BinaryOp,
     Broadcast,
     BufferLoad,
@@ -26,6 +30,7 @@ from tilewright.ir import (
     FloorMod,
     For,
     ForKind,
+    IfThenElse,
     IntImm,
     Mul,
     Mutator,
@@ -104,6 +109,30 @@ class _NotVectorizable(Exception):
     pass
 
 
+def _uniform_condition(cond: PrimExpr, lane: Var, lanes: int) -> PrimExpr | None:
+    """``cond`` with the lane set to 0, when it holds for all lanes or for none; else None.
+
+    ``x + lane < c`` (and ``>=``) is all-or-nothing when ``x - c`` is a multiple of the lane
+    count: the predicate of a cooperative fetch whose tail is a whole number of vectors.
+    """
+    parts = [cond]
+    while parts:
+        part = parts.pop()
+        if isinstance(part, And):
+            parts += [part.a, part.b]
+            continue
+        if lane in collect_vars(part):
+            if not isinstance(part, LT | GE):
+                return None
+            try:
+                base, stride = _lane_linear(op.sub(part.a, part.b), lane, lanes)
+            except _NotVectorizable:
+                return None
+            if stride != 1 or known_divisor(base) % lanes != 0:
+                return None
+    return substitute(cond, {lane: IntImm(0, lane.dtype)})  # type: ignore[return-value]
+
+
 def _lane_linear(expr: PrimExpr, lane: Var, lanes: int) -> tuple[PrimExpr, int]:
     """``expr`` as ``base + stride * lane`` for ``lane`` in ``[0, lanes)``, else raise."""
     if lane not in collect_vars(expr):
@@ -152,21 +181,27 @@ class _Vectorizer(Mutator):
         if loop.kind is not ForKind.VECTORIZED:
             return loop.replace(body=body)  # type: ignore[return-value]
         serial = loop.replace(body=body, kind=ForKind.SERIAL)
-        if not (isinstance(loop.extent, IntImm) and isinstance(body, BufferStore)):
+        if not isinstance(loop.extent, IntImm) or loop.extent.value < 2:
             return serial  # type: ignore[return-value]
         lanes = loop.extent.value
-        if lanes < 2:
+        if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
+            # The lane runs over [0, lanes): shift a loop starting elsewhere.
+            body = substitute(body, {loop.loop_var: loop.min + loop.loop_var})  # type: ignore[assignment]
+        guard = None
+        if isinstance(body, IfThenElse) and body.else_case is None:
+            guard = _uniform_condition(body.condition, loop.loop_var, lanes)
+            if guard is None:
+                return serial  # type: ignore[return-value]
+            body = body.then_case
+        if not isinstance(body, BufferStore):
             return serial  # type: ignore[return-value]
         try:
-            return self.vector_store(body, loop, lanes)
+            store = self.vector_store(body, loop.loop_var, lanes)
         except _NotVectorizable:
             return serial  # type: ignore[return-value]
+        return store if guard is None else IfThenElse(self.analyzer.simplify(guard), store)
 
-    def vector_store(self, store: BufferStore, loop: For, lanes: int) -> Stmt:
-        lane = loop.loop_var
-        # The lane runs over [0, lanes): shift a loop starting elsewhere.
-        if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
-            store = substitute(store, {lane: loop.min + lane})  # type: ignore[assignment]
+    def vector_store(self, store: BufferStore, lane: Var, lanes: int) -> Stmt:
         if len(store.indices) != 1:
             raise _NotVectorizable
         base, stride = _lane_linear(store.indices[0], lane, lanes)
