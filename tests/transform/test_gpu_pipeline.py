@@ -281,3 +281,29 @@ def test_notebook_schedules_at_any_tile_size_match_numpy(shared, tiles):
         return  # some tile choices are not schedulable (a fuse across a sequence); not ours
     lowered = lower_module(sch.mod, "cuda")
     _check("matmul_small", lowered)
+
+
+def test_shared_staging_between_two_thread_loops_of_one_block():
+    mod = from_source("""
+from tilewright.script import tir as T
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    S = T.alloc_buffer((64,), "float32", scope="shared")
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            with T.block("S"):
+                vi = T.axis.spatial(64, bx * 32 + tx)
+                S[vi] = A[vi] * T.float32(2)
+        for tx2 in T.thread_binding(32, thread="threadIdx.x"):
+            with T.block("B"):
+                vi = T.axis.spatial(64, bx * 32 + tx2)
+                B[vi] = S[bx * 32 + 31 - tx2]
+""")
+    lowered = lower_module(mod, "cuda")
+    kernel = lowered["main_kernel"]
+    fetch, sync, compute = kernel.body.body.body.seq  # type: ignore[attr-defined]
+    assert is_sync(sync) and fetch.thread_tag == compute.thread_tag == "threadIdx.x"
+    assert int(kernel.body.body.buffer.shape[0]) == 32  # type: ignore[attr-defined]
+    x = np.arange(64, dtype="float32")
+    got = run_module(lowered, "main", x, np.zeros(64, "float32"))[1]
+    np.testing.assert_array_equal(got, 2 * x.reshape(2, 32)[:, ::-1].reshape(-1))
