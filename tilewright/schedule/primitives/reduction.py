@@ -4,6 +4,7 @@ and factor a reduction loop into a partial-result buffer (``rfactor``)."""
 from __future__ import annotations
 
 from tilewright.arith.region import block_access_regions
+from tilewright.arith.simplify import simplify
 from tilewright.ir.buffer import decl_buffer
 from tilewright.ir.expr import Add, BufferLoad, IntImm, Max, Min, Mul, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
@@ -327,7 +328,12 @@ def rfactor(loop_site: Site, factor_axis: int) -> tuple[PrimFunc, str]:
     )
     reads, writes = block_access_regions(wb_block)
     wb_block = update(wb_block, reads=reads, writes=writes)
-    wb: Stmt = BlockRealize(tuple(wb_values), IntImm(1, realize.predicate.dtype), wb_block)  # type: ignore[arg-type]
+    # A partial result exists when some iteration of the other reduction loops passes the
+    # predicate; a split's bound is weakest at their start, so test it there.
+    firsts: dict[Var, PrimExpr] = {f.loop_var: f.min for f in nest if f not in kept}
+    firsts.update({v: copies[v] for v in (f.loop_var for f in kept)})
+    wb_predicate = simplify(substitute(realize.predicate, firsts))  # type: ignore[arg-type]
+    wb: Stmt = BlockRealize(tuple(wb_values), wb_predicate, wb_block)  # type: ignore[arg-type]
     for f in reversed(kept):
         loop_kind = ForKind.SERIAL if f is loop else f.kind
         tag = "" if f is loop else f.thread_tag
