@@ -45,6 +45,7 @@ GPU_STAGES = [
     "verify",
     "verify_gpu_code",
     "split_host_device",
+    "verify_split",
 ]
 
 

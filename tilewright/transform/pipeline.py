@@ -78,6 +78,8 @@ def stages(target_kind: str = "c") -> tuple[Stage, ...]:
             (Stage("verify", verify_lowered), True),
             (Stage("verify_gpu_code", partial(verify_gpu_code, target_kind=target_kind)), gpu),
             (Stage("split_host_device", partial(split_host_device, target_kind=target_kind)), gpu),
+            # Host and kernels again: every variable a kernel reads must be a parameter.
+            (Stage("verify_split", verify_lowered), gpu),
         )
         if wanted
     )
@@ -108,7 +110,8 @@ def lower_module(
     directory = Path(dump_dir) if dump_dir is not None else config.get().dump_dir
     lowered: dict[str, PrimFunc] = {}
     for name, func in mod.items():
-        if pipeline[-1].name == "split_host_device" and func.attr("global_symbol") is None:
+        splits = any(stage.name == "split_host_device" for stage in pipeline)
+        if splits and func.attr("global_symbol") is None:
             func = func.with_attr("global_symbol", name)  # kernels are named after it
         _dump(directory, name, 0, "input", func)
         current = [(name, func)]
