@@ -30,7 +30,8 @@ def lower(mod: IRModule | PrimFunc, target: str | Target | None = None) -> IRMod
     """
     resolved = Target(target) if target is not None else Target.current() or Target("c")
     with resolved:
-        return lower_module(_as_module(mod), str(resolved.kind))
+        kind = str(resolved.kind)
+        return lower_module(_lower_tile_ops(_as_module(mod), kind), kind)
 
 
 def build(mod: IRModule | PrimFunc, target: str | Target | None = "c") -> Module:
@@ -51,7 +52,7 @@ def build(mod: IRModule | PrimFunc, target: str | Target | None = "c") -> Module
     resolved = Target(target) if target is not None else Target.current() or Target("c")
     module = _as_module(mod)
     with resolved:
-        lowered = lower_module(module, str(resolved.kind))
+        lowered = lower_module(_lower_tile_ops(module, str(resolved.kind)), str(resolved.kind))
         if resolved.kind == "c":
             return build_c_module(lowered, _label(module), resolved.spelling)
         if resolved.kind in ("cuda", "opencl", "metal"):
@@ -60,6 +61,13 @@ def build(mod: IRModule | PrimFunc, target: str | Target | None = "c") -> Module
         f"target {resolved.spelling!r} (kind {resolved.kind}) has no code generator yet;"
         " build for 'c' (or its alias 'llvm')"
     )
+
+
+def _lower_tile_ops(mod: IRModule, kind: str) -> IRModule:
+    """Tile-layer programs (``Tx.*`` ops, ``T.device_entry``) become plain loops first."""
+    from tilewright.tirx import LowerTIRx, has_tirx
+
+    return LowerTIRx(kind)(mod) if has_tirx(mod) else mod
 
 
 def _label(mod: IRModule) -> str:

@@ -12,14 +12,25 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-from tilewright.codegen.c_like import PREC_UNARY, Expr
+from tilewright.codegen.c_like import PREC_UNARY, CodegenError, Expr
 from tilewright.codegen.device_printer import (
     DevicePrinter,
     DeviceSource,
     device_functions,
     thread_extents,
 )
-from tilewright.ir import DataType, FloatImm, IRModule, Let, PrimFunc, Var
+from tilewright.ir import (
+    BufferLoad,
+    Call,
+    DataType,
+    Evaluate,
+    FloatImm,
+    IntImm,
+    IRModule,
+    Let,
+    PrimFunc,
+    Var,
+)
 
 _INT_TYPES = {
     "bool": "bool",
@@ -35,6 +46,10 @@ _INT_TYPES = {
 _COMPONENTS = "xyzw"
 # Vectors of half values without a CUDA vector type: copied as raw bits, never computed on.
 _RAW_VECTORS = {("float16", 4), ("float16", 8), ("bfloat16", 4), ("bfloat16", 8)}
+
+
+# tw.cuda.copy_bytes: bytes → the type one aligned load/store of that size moves.
+_COPY_TYPES = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short", 1: "unsigned char"}
 
 
 class CUDAPrinter(DevicePrinter):
@@ -111,6 +126,27 @@ class CUDAPrinter(DevicePrinter):
         body = self.expr_text(e.body)
         return Expr(f"[&]() {{ {ctype} {name} = {value}; return {body}; }}()")
 
+    def expr_Call(self, e: Call) -> Expr:
+        if e.op == "tw.address_of" and len(e.args) == 1 and isinstance(e.args[0], BufferLoad):
+            return Expr(f"&{self.expr_text(e.args[0])}", PREC_UNARY)
+        return super().expr_Call(e)
+
+    def stmt_Evaluate(self, s: Evaluate) -> None:
+        call = s.value
+        if isinstance(call, Call) and call.op == "tw.cuda.copy_bytes":
+            dst, src, size = call.args
+            if not isinstance(size, IntImm) or size.value not in _COPY_TYPES:
+                raise CodegenError(
+                    f"{self.func_name}: tw.cuda.copy_bytes copies 1, 2, 4, 8 or 16 bytes, "
+                    f"not {size}"
+                )
+            ctype = _COPY_TYPES[size.value]
+            self.emit(
+                f"*({ctype}*)({self.expr_text(dst)}) = *(const {ctype}*)({self.expr_text(src)});"
+            )
+            return
+        super().stmt_Evaluate(s)
+
     def vector_arithmetic(self, dtype: DataType, lanes: int) -> bool:
         return (str(dtype.element), lanes) not in _RAW_VECTORS
 
@@ -139,6 +175,10 @@ class CUDAPrinter(DevicePrinter):
         return f"make_{vtype}({', '.join([scalar] * lanes)})"
 
     def declare_array(self, scope: str, ctype: str, name: str, count: int, buf: object) -> str:
+        if scope == "shared" and buf.data in self.vector_accessed:  # type: ignore[attr-defined]
+            # 16-byte vector accesses need 16-byte aligned storage; a float array has 4.
+            align = max(16, min(buf.align, 128))  # type: ignore[attr-defined]
+            return f"__shared__ __align__({align}) {ctype} {name}[{count}];"
         if scope != "shared.dyn":
             return super().declare_array(scope, ctype, name, count, buf)
         offset = self.dyn_offset

@@ -31,6 +31,7 @@ from tilewright.ir import (
     Ramp,
     Sub,
     Var,
+    post_order_visit,
 )
 from tilewright.ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind
 
@@ -73,6 +74,7 @@ class DevicePrinter(CLikePrinter):
         super().__init__()
         self.hoisted: list[str] = []
         self.uses: set[str] = set()  # features the prelude must provide (half, bfloat16, ...)
+        self.vector_accessed: set[Var] = set()  # buffers read or written as vectors
 
     # ---- types -----------------------------------------------------------------------------
 
@@ -256,6 +258,7 @@ class DevicePrinter(CLikePrinter):
                 self.define(buf.data, buf.name)
             params.append((buf.data, self.names[buf.data], self.storage_type(buf.dtype)))
         self.indent = 1
+        self.vector_accessed = vector_accessed_buffers(func)
         self.stmt(func.body)
         head = self.kernel_head(name, func, params)
         hoisted = ["  " + line for line in self.hoisted]
@@ -268,6 +271,25 @@ class DevicePrinter(CLikePrinter):
 
     def scalar_param(self, var: Var, cname: str) -> str:
         return f"{self.value_type(var.dtype)} {cname}"
+
+
+def vector_accessed_buffers(func: PrimFunc) -> set[Var]:
+    """The data variables of buffers that ``func`` accesses with vector ramps or by address
+    (``tw.address_of``): their storage must be aligned for vector loads and stores."""
+    found: set[Var] = set()
+
+    def visit(node: object) -> None:
+        if isinstance(node, BufferLoad | BufferStore) and any(
+            isinstance(i, Ramp) for i in node.indices
+        ):
+            found.add(node.buffer.data)
+        if isinstance(node, Call) and node.op == "tw.address_of":
+            for arg in node.args:
+                if isinstance(arg, BufferLoad):
+                    found.add(arg.buffer.data)
+
+    post_order_visit(func.body, visit)
+    return found
 
 
 @dataclasses.dataclass(frozen=True)
