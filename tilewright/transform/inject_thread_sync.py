@@ -160,7 +160,7 @@ def _meets(x: tuple[int, int], y: tuple[int, int]) -> bool:
     return x[0] <= y[1] and y[0] <= x[1]
 
 
-def build_of(part: tuple[dict[Var, int], LinearForm] | None) -> PrimExpr:
+def _rest_expr(part: tuple[dict[Var, int], LinearForm] | None) -> PrimExpr:
     assert part is not None
     return build(part[1])
 
@@ -227,8 +227,8 @@ class _Planner:
         if any(p is None or p[0] != coefs for p in (lo_a, hi_a, lo_b, hi_b)):
             return False
         # Element sets [phi + r, phi + s] of two threads meet when phi - phi' is in [low, high].
-        low = self.analyzer.simplify(build_of(lo_b) - build_of(hi_a))
-        high = self.analyzer.simplify(build_of(hi_b) - build_of(lo_a))
+        low = self.analyzer.simplify(_rest_expr(lo_b) - _rest_expr(hi_a))
+        high = self.analyzer.simplify(_rest_expr(hi_b) - _rest_expr(lo_a))
         if not (isinstance(low, IntImm) and isinstance(high, IntImm)):
             return False
         apart = (low.value, high.value)
