@@ -180,3 +180,16 @@ def test_rfactor_rules() -> None:
     _, j = sch.get_loops("B")
     error = check_refused(sch, lambda: sch.rfactor(j, 0), "no init")
     assert error.rule == "reduction-block"
+
+
+def test_a_reduction_continued_across_an_outer_block_stays_whole() -> None:
+    sch = Schedule(total_max)
+    _, _, k1 = sch.get_loops("B")
+    sch.blockize(k1)  # B_o reduces over k0; B, inside, over k1 with vk0 bound to vk0_o
+    (inner,) = sch.get_loops("B")
+    error = check_refused(sch, lambda: sch.decompose_reduction("B", inner), "bound to 'vk0_o'")
+    assert error.rule == "reduction-scope"
+    error = check_refused(sch, lambda: sch.rfactor(inner, 0), "bound to 'vk0_o'")
+    assert error.rule == "reduction-scope"
+    error = check_refused(sch, lambda: sch.cache_write("B", 0, "local"), "bound to 'vk0_o'")
+    assert error.rule == "reduction-scope"

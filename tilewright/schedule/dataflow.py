@@ -9,7 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tilewright.ir.buffer import Buffer
+from tilewright.ir.expr import Var
 from tilewright.ir.function import PrimFunc
+from tilewright.ir.functor import collect_vars
 from tilewright.ir.stmt import (
     Allocate,
     AttrStmt,
@@ -17,6 +19,7 @@ from tilewright.ir.stmt import (
     BlockRealize,
     For,
     IfThenElse,
+    IterKind,
     LetStmt,
     SeqStmt,
     Stmt,
@@ -197,3 +200,25 @@ def body_items(loop: For | Block) -> list[Stmt]:
 
 def contains(stmt: Stmt, target: Stmt) -> bool:
     return any(p[-1] is target for p in walk(stmt))
+
+
+def check_reduction_in_scope(
+    primitive: str, site: Site, realize: BlockRealize, loops: set[Var]
+) -> None:
+    """The block's reduction iterators are bound to ``loops`` only: a reduction continued
+    across the instances of an enclosing block (bound to its iterators) cannot be restarted,
+    split or recomputed inside one instance."""
+    block = realize.block
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        if iv.kind is not IterKind.REDUCE:
+            continue
+        stray = [v for v in collect_vars(value) if v not in loops]
+        if stray:
+            raise ScheduleError(
+                primitive,
+                "reduction-scope",
+                f"the reduction iterator {iv.var.name!r} of block {block.name!r} is bound to "
+                f"{stray[0].name!r}, outside the loops of its scope",
+                site.func,
+                block,
+            )

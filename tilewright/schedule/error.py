@@ -66,6 +66,10 @@ RULES = {
     "rfactor-loop": (
         "the rfactor loop drives reduction iterators only, and no loop drives both kinds"
     ),
+    "reduction-scope": (
+        "a reduction whose iterators are bound to an enclosing block's iterators cannot be "
+        "moved, decomposed, factored or cached inside that block"
+    ),
     "blockize-binding": (
         "each binding splits into (outer part) * E + (inner part over [0, E)), the predicate "
         "using inner loops only"

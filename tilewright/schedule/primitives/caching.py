@@ -25,6 +25,7 @@ from tilewright.ir.stmt import (
 from tilewright.schedule.dataflow import (
     ScopeBlock,
     body_items,
+    check_reduction_in_scope,
     check_single_writer,
     contains,
     param_buffers,
@@ -83,8 +84,14 @@ def _all_buffers(func: PrimFunc) -> list[Buffer]:
     return found
 
 
-def _copy_nest(name: str, src: Buffer, dst: Buffer, region: list[Range]) -> Stmt:
-    """``for ax..: with T.block(name): v.. = region.min + ax..; dst[v..] = src[v..]``."""
+def _copy_nest(name: str, src: Buffer, dst: Buffer, region: list[Range], anchor: Path) -> Stmt:
+    """``for ax..: with T.block(name): v.. = region.min + ax..; dst[v..] = src[v..]``, guarded
+    by a predicate where the region may leave the buffer (its writer had one)."""
+    ana = Analyzer()
+    for s in anchor:
+        if isinstance(s, For):
+            ana.bind(s.loop_var, Range(s.min, s.extent))
+    conditions: list[PrimExpr] = []
     loops: list[tuple[Var, PrimExpr]] = []
     iter_vars: list[IterVar] = []
     values: list[PrimExpr] = []
@@ -93,12 +100,17 @@ def _copy_nest(name: str, src: Buffer, dst: Buffer, region: list[Range]) -> Stmt
         iter_vars.append(IterVar(var, Range(IntImm(0, extent.dtype), extent), IterKind.SPATIAL))
         unit = isinstance(rng.extent, IntImm) and rng.extent.value == 1
         if unit:
-            values.append(rng.min)
-            continue
-        loop_var = Var(f"ax{len(loops)}", extent.dtype)
-        loops.append((loop_var, rng.extent))
-        zero = isinstance(rng.min, IntImm) and rng.min.value == 0
-        values.append(loop_var if zero else op.add(rng.min, loop_var))
+            value = rng.min
+        else:
+            loop_var = Var(f"ax{len(loops)}", extent.dtype)
+            loops.append((loop_var, rng.extent))
+            zero = isinstance(rng.min, IntImm) and rng.min.value == 0
+            value = loop_var if zero else op.add(rng.min, loop_var)
+        values.append(value)
+        if not ana.can_prove(op.ge(rng.min, 0)):
+            conditions.append(op.ge(value, 0))
+        if not ana.can_prove(op.le(op.add(rng.min, rng.extent), extent)):
+            conditions.append(op.lt(value, extent))
     index = tuple(iv.var for iv in iter_vars)
     point = tuple(Range(v, IntImm(1, v.dtype)) for v in index)
     block = Block(
@@ -108,7 +120,10 @@ def _copy_nest(name: str, src: Buffer, dst: Buffer, region: list[Range]) -> Stmt
         (BufferRegion(dst, point),),
         BufferStore(dst, src.load(index), index),
     )
-    stmt: Stmt = BlockRealize(tuple(values), IntImm(1, _bool()), block)
+    predicate: PrimExpr = IntImm(1, _bool())
+    for cond in conditions:
+        predicate = cond if isinstance(predicate, IntImm) else op.logical_and(predicate, cond)
+    stmt: Stmt = BlockRealize(tuple(values), predicate, block)
     for var, extent in reversed(loops):
         stmt = For(var, IntImm(0, var.dtype), extent, ForKind.SERIAL, stmt)
     return stmt
@@ -239,7 +254,7 @@ def cache_read(
         anchor, after = spath, None
         region = [Range(IntImm(0, s.dtype), s) for s in buffer.shape]
     assert region is not None
-    nest = _copy_nest(name, buffer, cache, region)
+    nest = _copy_nest(name, buffer, cache, region, anchor)
     func = site.func
     body = func.body
     for r in readers:
@@ -264,13 +279,15 @@ def cache_write(site: Site, index: int, scope: str) -> tuple[PrimFunc, str]:
     blocks = scope_blocks(spath)
     check_single_writer("cache_write", site, blocks, block)
     me = next(b for b in blocks if b.block is block)
+    scope_loops = {s.loop_var for s in me.path[len(spath) :] if isinstance(s, For)}
+    check_reduction_in_scope("cache_write", site, me.realize, scope_loops)
     readers = [b for b in blocks if buffer in b.reads and b.block is not block]
     name = _unique_name(site.func, f"{buffer.name}_{scope}")
     cache = decl_buffer(buffer.shape, buffer.dtype, name, scope)
     anchor = _anchor(spath, me, readers)
     region = _region_at([me], buffer, anchor[-1], writes=True)
     assert region is not None
-    nest = _copy_nest(name, cache, buffer, region)
+    nest = _copy_nest(name, cache, buffer, region, anchor)
     func = site.func
     func = func.with_body(rebuild_at(func.body, me.realize, swap(me.realize, {buffer: cache})))
     new_realize = _find_block(func, block.name)

@@ -14,6 +14,7 @@ from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, Stmt
 from tilewright.schedule.dataflow import (
     ScopeBlock,
     body_items,
+    check_reduction_in_scope,
     check_single_writer,
     consumers_of,
     contains,
@@ -89,6 +90,8 @@ def _move(
                 block,
             )
     blocks = scope_blocks(scope)
+    scope_loops = {s.loop_var for s in block_site.path[k:] if isinstance(s, For)}
+    check_reduction_in_scope(primitive, block_site, realize, scope_loops)
     check_single_writer(primitive, block_site, blocks, block)
     if not reverse:
         outputs = {r.buffer for r in block.writes} & param_buffers(func)

@@ -21,6 +21,7 @@ from tilewright.ir.stmt import (
     seq,
 )
 from tilewright.ir.structural import structural_equal
+from tilewright.schedule.dataflow import check_reduction_in_scope
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.tree import Site, rebuild, update, walk, with_child
 
@@ -77,6 +78,8 @@ def decompose_reduction(block_site: Site, loop_site: Site) -> tuple[PrimFunc, st
                 f,
             )
     below = [s for s in block_site.path[position:-2] if isinstance(s, For)]
+    scope_loops = {f.loop_var for f in (*above, *below)}
+    check_reduction_in_scope("decompose_reduction", block_site, realize, scope_loops)
     copied: list[For] = []
     mapping: dict[Var, PrimExpr] = {}
     for f in below:
@@ -247,6 +250,7 @@ def rfactor(loop_site: Site, factor_axis: int) -> tuple[PrimFunc, str]:
                 func,
                 f,
             )
+    check_reduction_in_scope("rfactor", block_site, realize, {f.loop_var for f in nest})
     ndim = len(store.buffer.shape)
     if not -ndim - 1 <= factor_axis <= ndim:
         raise ScheduleError(
