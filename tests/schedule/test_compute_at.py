@@ -236,3 +236,36 @@ def test_compute_at_needs_the_only_writer() -> None:
     (i,) = sch.get_loops("C")
     error = check_refused(sch, lambda: sch.compute_at("B0", i), "also writes buffer 'B'")
     assert error.rule == "single-writer"
+
+
+@T.prim_func
+def scale(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for i in range(64):
+        with T.block("B"):
+            vi = T.axis.spatial(64, i)
+            B[vi] = A[vi] * T.float32(2)
+
+
+def _cached_under_threads(scope: str) -> Schedule:
+    sch = Schedule(scale)
+    block = sch.get_block("B")
+    (i,) = sch.get_loops(block)
+    i0, i1, i2 = sch.split(i, [2, 8, 4])
+    sch.bind(i0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.x")
+    cache = sch.cache_read(block, 0, scope)
+    sch.compute_at(cache, i2)
+    check_schedule(sch, scale)
+    return sch
+
+
+def test_thread_axes_are_relaxed_by_storage_scope() -> None:
+    # local: one thread's element; shared: every thread of the block; global: every thread.
+    local = _cached_under_threads("local").mod.script()
+    assert "v0 = T.axis.spatial(64, i_0 * 32 + i_1 * 4 + i_2)" in local
+    shared = _cached_under_threads("shared").mod.script()
+    assert "for ax0 in range(29):" in shared
+    assert "v0 = T.axis.spatial(64, i_0 * 32 + i_2 + ax0)" in shared
+    whole = _cached_under_threads("global").mod.script()
+    assert "for ax0 in range(61):" in whole
+    assert "v0 = T.axis.spatial(64, i_2 + ax0)" in whole
