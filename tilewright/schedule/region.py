@@ -80,7 +80,7 @@ def relax_region(
         dims = []
         for rng in region.region:
             low = eval_set(rng.min, dom, ana)
-            high = eval_set(op.add(rng.min, rng.extent - 1), dom, ana)
+            high = eval_set(ana.simplify(op.add(rng.min, rng.extent - 1)), dom, ana)
             dims.append(IntervalSet(low.min_value, high.max_value))
         result = dims if result is None else [a.union(b, ana) for a, b in zip(result, dims)]
     return result
