@@ -261,3 +261,34 @@ def test_bad_arguments() -> None:
     assert error.rule == "argument"
     error = _refused(sch, lambda: sch.storage_align("B", 0, 0, 16, 16), "offset 16")
     assert error.rule == "argument"
+
+
+@T.prim_func
+def read_then_written(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,))
+    for i in range(8):
+        with T.block("early"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi]
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi]
+
+
+def test_cache_read_consumers_must_read_the_buffer_after_its_writer() -> None:
+    sch = Schedule(read_then_written)
+    error = check_refused(sch, lambda: sch.cache_read("early", 0, "local"), "before block 'B'")
+    assert error.rule == "data-flow"
+    sch = Schedule(two_consumers)
+    error = check_refused(
+        sch,
+        lambda: sch.cache_read("C", 0, "local", consumer_blocks=["C", "B"]),
+        "no block named 'B'",
+    )
+    assert error.rule == "unknown-block"
+    sch = Schedule(two_stage)
+    error = check_refused(
+        sch, lambda: sch.cache_read("C", 0, "local", consumer_blocks=["B"]), "does not read"
+    )
+    assert error.rule == "argument"

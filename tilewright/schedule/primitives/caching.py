@@ -227,7 +227,25 @@ def cache_read(
                     c.node,
                 )
             readers.extend(match)
+    order = {id(b.block): k for k, b in enumerate(blocks)}
     for r in readers:
+        if buffer not in r.reads:
+            raise ScheduleError(
+                "cache_read",
+                "argument",
+                f"consumer block {r.block.name!r} does not read buffer {buffer.name!r}",
+                site.func,
+                r.block,
+            )
+        if writers and order[id(r.block)] < order[id(writers[0].block)]:
+            raise ScheduleError(
+                "cache_read",
+                "data-flow",
+                f"block {r.block.name!r} reads buffer {buffer.name!r} before block "
+                f"{writers[0].block.name!r} writes it",
+                site.func,
+                r.block,
+            )
         if buffer in r.writes:
             raise ScheduleError(
                 "cache_read",
