@@ -187,3 +187,24 @@ def read_before_write(
         with T.block("C"):
             vi = T.axis.spatial(8, i)
             C[vi] = B[vi] + T.float32(1)
+
+
+@T.prim_func
+def partly_read(A: T.Buffer((10,), "float32"), C: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((10,))
+    for i in range(10):
+        with T.block("B"):
+            vi = T.axis.spatial(10, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + T.float32(1)
+
+
+def test_reverse_compute_inline_needs_the_consumer_over_the_whole_produced_domain() -> None:
+    sch = Schedule(partly_read)
+    error = check_refused(sch, lambda: sch.reverse_compute_inline("C"), "over the domains")
+    assert error.rule == "inline-body"
+    sch.compute_inline("B")  # the other direction is fine: C reads what it needs
+    check_schedule(sch, partly_read)

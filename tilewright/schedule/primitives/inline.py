@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tilewright.arith.region import block_access_regions
 from tilewright.ir.buffer import Buffer
-from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Var
+from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import Mutator, Visitor, collect_vars, substitute
 from tilewright.ir.stmt import Block, BlockRealize, BufferStore, IterKind, Stmt
@@ -248,6 +248,7 @@ def reverse_compute_inline(site: Site) -> PrimFunc:
             block,
         )
     assert index_vars is not None
+    _check_same_domain(site, block, index_vars, producer.block, pstore)
     _check_output("reverse_compute_inline", site, buffer, block)
     others = [b for b in blocks if buffer in b.reads and b.block is not block]
     if others:
@@ -274,6 +275,34 @@ def reverse_compute_inline(site: Site) -> PrimFunc:
     assert body is not None
     body = rebuild_at(body, producer.block, new_block)
     return site.func.with_body(_drop_allocation(body, buffer))
+
+
+def _check_same_domain(
+    site: Site, block: Block, index_vars: list[Var], producer: Block, pstore: BufferStore
+) -> None:
+    """The consumer runs exactly once per element the producer stores: the producer stores
+    at distinct iterators whose domains equal the consumer's iterators reading them."""
+    stored = _distinct_vars(pstore.indices, producer)
+    domains = {iv.var: iv.dom for iv in (*block.iter_vars, *producer.iter_vars)}
+    same = stored is not None and all(
+        _same_range(domains[c], domains[p]) for c, p in zip(index_vars, stored)
+    )
+    if not same:
+        raise ScheduleError(
+            "reverse_compute_inline",
+            "inline-body",
+            f"block {producer.name!r} must store at distinct "
+            f"iterators over the domains of block {block.name!r}'s iterators",
+            site.func,
+            block,
+        )
+
+
+def _same_range(a: Range, b: Range) -> bool:
+    return all(
+        isinstance(x, IntImm) and isinstance(y, IntImm) and x.value == y.value
+        for x, y in ((a.min, b.min), (a.extent, b.extent))
+    )
 
 
 def block_reads(block: Block) -> set[Buffer]:
