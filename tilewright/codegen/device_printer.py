@@ -34,6 +34,7 @@ from tilewright.ir import (
     post_order_visit,
 )
 from tilewright.ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind
+from tilewright.transform import is_aligned_ramp
 
 # The barrier intrinsic the GPU lowering emits (and TVM's spelling of it).
 SYNC_THREADS = ("tw.sync_threads", "tvm_storage_sync", "tir.tvm_storage_sync")
@@ -180,7 +181,7 @@ class DevicePrinter(CLikePrinter):
 
     def stmt_BufferStore(self, s: BufferStore) -> None:
         index = s.indices[0] if len(s.indices) == 1 else None
-        if isinstance(index, Ramp) and self.is_unit(index.stride):
+        if isinstance(index, Ramp) and is_aligned_ramp(index):
             value = self.vector_value(s.value, index.lanes)
             vtype = self.vector_type(s.buffer.dtype, index.lanes)
             if value is not None and vtype is not None:
@@ -206,7 +207,8 @@ class DevicePrinter(CLikePrinter):
         if isinstance(e, BufferLoad) and len(e.indices) == 1:
             index = e.indices[0]
             data = e.buffer.data
-            if not isinstance(index, Ramp) or not self.is_unit(index.stride):
+            # A vector type needs an address aligned to its size; otherwise per-lane code.
+            if not isinstance(index, Ramp) or not is_aligned_ramp(index):
                 return None
             if data in self.value_arrays or data not in self.names:
                 return None
