@@ -38,6 +38,8 @@ STAGE_NAMES = [
     "lower_init_block",
     "lower_blocks",
     "inline_unit_loops",
+    "plan_buffer_allocation",
+    "compact_buffer_allocation",
     "flatten_buffers",
     "simplify",
     "remove_no_op",
@@ -104,7 +106,7 @@ def test_dump_dir_gets_one_file_per_stage(tmp_path):
 def test_dump_dir_defaults_to_config(tmp_path):
     with config.scope(dump_dir=tmp_path / "ir"):
         lower_module(IRModule({"main": ALL["vector_add"]().func}))
-    assert (tmp_path / "ir" / "main.04_flatten_buffers.txt").exists()
+    assert (tmp_path / "ir" / "main.06_flatten_buffers.txt").exists()
 
 
 def test_no_dump_without_dump_dir(tmp_path, monkeypatch):
