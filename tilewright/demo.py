@@ -35,17 +35,25 @@ def matmul_module(n: int) -> tw.IRModule:
     return MyModuleMatmul
 
 
-def cpu_schedule(mod: tw.IRModule, tile_i: int = 32, tile_j: int = 64, tile_k: int = 4):
-    """Tile for the caches, run row tiles in parallel, vectorize the innermost columns."""
+def cpu_schedule(mod: tw.IRModule, tile_i: int = 8, tile_j: int = 32, tile_k: int = 4):
+    """Column panels of B packed per thread (``cache_read`` into a contiguous local buffer),
+    ``tile_i x tile_j`` register blocks accumulated in a local buffer (``cache_write``),
+    panels in parallel, columns vectorized."""
     sch = tw.tir.Schedule(mod)
     block = sch.get_block("C")
+    c_local = sch.cache_write(block, 0, "local")
     i, j, k = sch.get_loops(block)
     i0, i1 = sch.split(i, [None, tile_i])
     j0, j1 = sch.split(j, [None, tile_j])
     k0, k1 = sch.split(k, [None, tile_k])
-    sch.reorder(i0, j0, k0, i1, k1, j1)
-    sch.parallel(i0)
+    sch.reorder(j0, i0, k0, k1, i1, j1)
+    sch.reverse_compute_at(c_local, i0)
+    b_panel = sch.cache_read(block, 1, "local")
+    sch.compute_at(b_panel, j0)
+    sch.decompose_reduction(block, k0)
+    sch.unroll(i1)
     sch.vectorize(j1)
+    sch.parallel(j0)
     return sch
 
 
