@@ -18,77 +18,7 @@ from pathlib import Path
 import numpy as np
 
 import tilewright as tw
-from tilewright.script import tir as T
-
-
-def matmul(n: int) -> tw.IRModule:
-    @tw.script.ir_module
-    class Matmul:
-        @T.prim_func
-        def main(
-            A: T.Buffer((n, n), "float32"),
-            B: T.Buffer((n, n), "float32"),
-            C: T.Buffer((n, n), "float32"),
-        ) -> None:
-            T.func_attr({"global_symbol": "main", "tir.noalias": True})
-            for i, j, k in T.grid(n, n, n):
-                with T.block("C"):
-                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-                    with T.init():
-                        C[vi, vj] = 0.0
-                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-
-    return Matmul
-
-
-# The notebook's schedule functions, as the notebook writes them.
-def blocking(sch, tile_local_y, tile_local_x, tile_block_y, tile_block_x, tile_k):
-    block_C = sch.get_block("C")
-    C_local = sch.cache_write(block_C, 0, "local")
-    i, j, k = sch.get_loops(block=block_C)
-    i0, i1, i2 = sch.split(loop=i, factors=[None, tile_block_y, tile_local_y])
-    j0, j1, j2 = sch.split(loop=j, factors=[None, tile_block_x, tile_local_x])
-    k0, k1 = sch.split(loop=k, factors=[None, tile_k])
-    sch.unroll(k1)
-    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
-    sch.reverse_compute_at(C_local, j1)
-    sch.bind(i0, "blockIdx.y")
-    sch.bind(j0, "blockIdx.x")
-    sch.bind(i1, "threadIdx.y")
-    sch.bind(j1, "threadIdx.x")
-    sch.decompose_reduction(block_C, k0)
-    return sch
-
-
-def cache_read_and_coop_fetch(sch, block, nthread, read_idx, read_loc):
-    read_cache = sch.cache_read(block=block, read_buffer_index=read_idx, storage_scope="shared")
-    sch.compute_at(block=read_cache, loop=read_loc)
-    inner0, inner1 = sch.get_loops(block=read_cache)[-2:]
-    inner = sch.fuse(inner0, inner1)
-    _, tx, vec = sch.split(loop=inner, factors=[None, nthread, 4])
-    sch.vectorize(vec)
-    sch.bind(tx, "threadIdx.x")
-
-
-def blocking_with_shared(sch, tile_local_y, tile_local_x, tile_block_y, tile_block_x, tile_k):
-    block_C = sch.get_block("C")
-    C_local = sch.cache_write(block_C, 0, "local")
-    i, j, k = sch.get_loops(block=block_C)
-    i0, i1, i2 = sch.split(loop=i, factors=[None, tile_block_y, tile_local_y])
-    j0, j1, j2 = sch.split(loop=j, factors=[None, tile_block_x, tile_local_x])
-    k0, k1 = sch.split(loop=k, factors=[None, tile_k])
-    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
-    sch.reverse_compute_at(C_local, j1)
-    sch.bind(i0, "blockIdx.y")
-    sch.bind(j0, "blockIdx.x")
-    tx = sch.fuse(i1, j1)
-    sch.bind(tx, "threadIdx.x")
-    nthread = tile_block_y * tile_block_x
-    cache_read_and_coop_fetch(sch, block_C, nthread, 0, k0)
-    cache_read_and_coop_fetch(sch, block_C, nthread, 1, k0)
-    sch.decompose_reduction(block_C, k0)
-    return sch
-
+from tilewright.demo import blocking, blocking_with_shared, matmul_module
 
 CASES = [
     ("blocking 8,8,8,8,4", blocking, (8, 8, 8, 8, 4), 1024),
@@ -119,7 +49,7 @@ def run_case(label, schedule, tiles, n):
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    sch = schedule(tw.tir.Schedule(matmul(n)), *tiles)
+    sch = schedule(tw.tir.Schedule(matmul_module(n)), *tiles)
     rt_mod = tw.build(sch.mod, target="cuda")
     rng = np.random.default_rng(0)
     a_np = rng.standard_normal((n, n), dtype=np.float32)
