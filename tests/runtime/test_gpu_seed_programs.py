@@ -7,7 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
-import seed_gpu_programs
+import seed_notebook
 
 import tilewright as tw
 from tilewright import config
@@ -15,7 +15,13 @@ from tilewright.runtime import opencl_runtime
 from tilewright.runtime.cuda_runtime import device_arch, device_count
 from tilewright.runtime.cuda_runtime.nvrtc import nvrtc_version
 
-PROGRAMS = ["VectorAddBound", "WindowSumShared", "MatmulShared"]
+# The notebook's scheduled GPU programs as it printed them, by the names the tests use.
+SEED_PROGRAMS = {
+    "VectorAddBound": seed_notebook.Expected_1,
+    "WindowSumShared": seed_notebook.Expected_4,
+    "MatmulShared": seed_notebook.Expected_6,
+}
+PROGRAMS = list(SEED_PROGRAMS)
 
 
 def _need_cuda_compiler():
@@ -46,7 +52,7 @@ def _inputs(name):
 
 def test_window_sum_cuda_reads_like_the_notebook():
     _need_cuda_compiler()
-    rt_mod = tw.build(seed_gpu_programs.WindowSumShared, target="cuda")
+    rt_mod = tw.build(SEED_PROGRAMS["WindowSumShared"], target="cuda")
     source = rt_mod.imported_modules[0].get_source()
     assert source.count("__shared__ float A_shared[130];") == 1
     assert source.count("__syncthreads();") == 1
@@ -56,7 +62,7 @@ def test_window_sum_cuda_reads_like_the_notebook():
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_cuda_builds_for_sm90(name):
     _need_cuda_compiler()
-    rt_mod = tw.build(getattr(seed_gpu_programs, name), target="nvidia/h200")
+    rt_mod = tw.build(SEED_PROGRAMS[name], target="nvidia/h200")
     dev_mod = rt_mod.imported_modules[0]
     assert dev_mod.cubin[:4] == b"\x7fELF"
     assert dev_mod.arch == (device_arch(0) or "sm_90")
@@ -64,7 +70,7 @@ def test_cuda_builds_for_sm90(name):
 
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_metal_source(name):
-    rt_mod = tw.build(getattr(seed_gpu_programs, name), target="metal")
+    rt_mod = tw.build(SEED_PROGRAMS[name], target="metal")
     source = rt_mod.imported_modules[0].get_source()
     assert "kernel void main_kernel(" in source
     if name != "VectorAddBound":
@@ -74,7 +80,7 @@ def test_metal_source(name):
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_opencl_matches_numpy(name):
     _need_opencl()
-    rt_mod = tw.build(getattr(seed_gpu_programs, name), target="opencl")
+    rt_mod = tw.build(SEED_PROGRAMS[name], target="opencl")
     arrays, expected = _inputs(name)
     args = [tw.nd.array(a, tw.opencl(0)) for a in arrays]
     rt_mod["main"](*args)
@@ -85,7 +91,7 @@ def test_opencl_matches_numpy(name):
 @pytest.mark.skipif(device_count() == 0, reason="needs a CUDA GPU")
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_cuda_matches_numpy_on_gpu(name):
-    rt_mod = tw.build(getattr(seed_gpu_programs, name), target="cuda")
+    rt_mod = tw.build(SEED_PROGRAMS[name], target="cuda")
     arrays, expected = _inputs(name)
     args = [tw.nd.array(a, tw.cuda(0)) for a in arrays]
     rt_mod["main"](*args)
