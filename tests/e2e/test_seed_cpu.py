@@ -1,93 +1,22 @@
 """Issue 2's end-to-end path on the seed notebook's unscheduled programs, in the notebook's 2022
 spelling and in today's: parse, print, re-parse to an equal module, build for the CPU ("c" and
-its alias "llvm"), run on numpy arrays and match numpy."""
+its alias "llvm"), run on numpy arrays and match numpy. The programs: tests/seed_notebook.py."""
 
-# ruff: noqa: F821, UP037 - dtype strings inside T.Buffer[...] annotations are script syntax
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from seed_notebook import (
+    MatmulToday,
+    MyModuleMatmul,
+    MyModuleVecAdd,
+    MyModuleWindowSum,
+    VecAddToday,
+    WindowSumToday,
+)
 
 import tilewright as tvm
 from tilewright.ir import assert_structural_equal
-from tilewright.script import ir as I
-from tilewright.script import tir as T
-
-# fmt: off
-# The notebook's programs, verbatim but for the import (2022 spelling).
-
-@tvm.script.ir_module
-class MyModuleVecAdd:
-    @T.prim_func
-    def main(A: T.Buffer[(1024,), "float32"], B: T.Buffer[(1024,), "float32"], C: T.Buffer[(1024,), "float32"]) -> None:  # noqa: E501
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        for i in T.grid(1024):
-            with T.block("C"):
-                vi = T.axis.remap("S", [i])
-                C[vi] = A[vi] + B[vi]
-
-
-@tvm.script.ir_module
-class MyModuleWindowSum:
-    @T.prim_func
-    def main(A: T.Buffer[(1027,), "float32"], B: T.Buffer[(1024,), "float32"]) -> None:
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        for i in T.grid(1024):
-            with T.block("C"):
-                vi = T.axis.remap("S", [i])
-                B[vi] = A[vi] + A[vi + 1] + A[vi + 2]
-
-
-@tvm.script.ir_module
-class MyModuleMatmul:
-    @T.prim_func
-    def main(A: T.Buffer[(1024, 1024), "float32"], B: T.Buffer[(1024, 1024), "float32"], C: T.Buffer[(1024, 1024), "float32"]) -> None:  # noqa: E501
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        for i, j, k in T.grid(1024, 1024, 1024):
-            with T.block("C"):
-                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-                with T.init():
-                    C[vi, vj] = 0.0
-                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-
-
-# The same programs in today's spelling.
-
-@I.ir_module
-class VecAddToday:
-    @T.prim_func
-    def main(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32"), C: T.Buffer((1024,), "float32")):  # noqa: E501
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        for i in range(1024):
-            with T.sblock("C"):
-                vi = T.axis.spatial(1024, i)
-                C[vi] = A[vi] + B[vi]
-
-
-@I.ir_module
-class WindowSumToday:
-    @T.prim_func
-    def main(A: T.Buffer((1027,), "float32"), B: T.Buffer((1024,), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        for i in range(1024):
-            with T.sblock("C"):
-                vi = T.axis.spatial(1024, i)
-                B[vi] = A[vi] + A[vi + 1] + A[vi + 2]
-
-
-@I.ir_module
-class MatmulToday:
-    @T.prim_func
-    def main(A: T.Buffer((1024, 1024), "float32"), B: T.Buffer((1024, 1024), "float32"), C: T.Buffer((1024, 1024), "float32")):  # noqa: E501
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        for i, j, k in T.grid(1024, 1024, 1024):
-            with T.sblock("C"):
-                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-                with T.init():
-                    C[vi, vj] = T.float32(0)
-                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-
-# fmt: on
 
 rng = np.random.default_rng(2)
 

@@ -23,6 +23,7 @@ from printer_programs import (
     vector_add_split,
     window_sum_shared,
 )
+from seed_notebook import source
 
 from tilewright.ir import (
     EQ,
@@ -324,49 +325,8 @@ def test_fixtures_cover_every_node_kind():
     assert kinds - seen == set()
 
 
-NOTEBOOK_EXPECTED_5 = """
-@tvm.script.ir_module
-class Expected_5:
-    @T.prim_func
-    def main(A: T.Buffer[(1024, 1024), "float32"], B: T.Buffer[(1024, 1024), "float32"], C: T.Buffer[(1024, 1024), "float32"]) -> None:
-        # function attr dict
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        # body
-        # with T.block("root")
-        C_local = T.alloc_buffer([1024, 1024], dtype="float32", scope="local")
-        for i_0 in T.thread_binding(16, thread="blockIdx.y"):
-            for j_0 in T.thread_binding(16, thread="blockIdx.x"):
-                for i_1 in T.thread_binding(8, thread="threadIdx.y"):
-                    for j_1 in T.thread_binding(8, thread="threadIdx.x"):
-                        for i_2_init, j_2_init in T.grid(8, 8):
-                            with T.block("C_init"):
-                                vi = T.axis.spatial(1024, i_0 * 64 + i_1 * 8 + i_2_init)
-                                vj = T.axis.spatial(1024, j_0 * 64 + j_1 * 8 + j_2_init)
-                                T.reads()
-                                T.writes(C_local[vi, vj])
-                                C_local[vi, vj] = T.float32(0)
-                        for k_0 in T.serial(256):
-                            for k_1 in T.unroll(4):
-                                for i_2, j_2 in T.grid(8, 8):
-                                    with T.block("C_update"):
-                                        vi = T.axis.spatial(1024, i_0 * 64 + i_1 * 8 + i_2)
-                                        vj = T.axis.spatial(1024, j_0 * 64 + j_1 * 8 + j_2)
-                                        vk = T.axis.reduce(1024, k_0 * 4 + k_1)
-                                        T.reads(C_local[vi, vj], A[vi, vk], B[vk, vj])
-                                        T.writes(C_local[vi, vj])
-                                        C_local[vi, vj] = C_local[vi, vj] + A[vi, vk] * B[vk, vj]
-                        for ax0, ax1 in T.grid(8, 8):
-                            with T.block("C_local"):
-                                v0 = T.axis.spatial(1024, i_0 * 64 + i_1 * 8 + ax0)
-                                v1 = T.axis.spatial(1024, j_0 * 64 + j_1 * 8 + ax1)
-                                T.reads(C_local[v0, v1])
-                                T.writes(C[v0, v1])
-                                C[v0, v1] = C_local[v0, v1]
-"""  # noqa: E501 - the notebook's own text
-
-
 def test_notebook_expected_5_prints_in_the_modern_spelling():
-    parsed = from_source(NOTEBOOK_EXPECTED_5)
+    parsed = from_source(source("Expected_5"))
     assert_structural_equal(parsed, matmul_blocked())
     header = (
         "# from tilewright.script import ir as I\n# from tilewright.script import tir as T\n\n\n"
