@@ -151,6 +151,38 @@ def two_stage(A: T.Buffer((6, 10), "float32"), C: T.Buffer((6, 10), "float32")):
             C[vi, vj] = B[vi, vj] + T.float32(1)
 
 
+@T.prim_func
+def two_writers(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    # Two blocks write B: the rule tests' refusals of cache_write and compute_at.
+    B = T.alloc_buffer((8,))
+    for i in range(8):
+        with T.block("B0"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi]
+    for i in range(8):
+        with T.block("B1"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = B[vi] + T.float32(1)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi]
+
+
+@T.prim_func
+def square_matmul(
+    A: T.Buffer((16, 16), "float32"),
+    B: T.Buffer((16, 16), "float32"),
+    C: T.Buffer((16, 16), "float32"),
+):
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
 def _softmax(a: np.ndarray) -> np.ndarray:
     e = np.exp(a - a.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)

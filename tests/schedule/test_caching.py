@@ -4,7 +4,7 @@ numeric equality, and every rule they enforce (the schedule unchanged after a re
 from __future__ import annotations
 
 from schedule_checks import check_refused, check_schedule
-from schedule_corpus import matmul, two_stage
+from schedule_corpus import matmul, two_stage, two_writers
 
 from tilewright.script import tir as T
 from tilewright.tir import Schedule
@@ -203,43 +203,23 @@ def test_storage_align_annotates_the_block_and_replaces_an_earlier_request() -> 
 # ---- rules ---------------------------------------------------------------------------------
 
 
-_refused = check_refused
-
-
 def test_buffer_index_out_of_range() -> None:
     sch = Schedule(two_stage)
-    error = _refused(sch, lambda: sch.cache_read("C", 3, "shared"), "index 3 is out of range")
+    error = check_refused(sch, lambda: sch.cache_read("C", 3, "shared"), "index 3 is out of range")
     assert error.rule == "buffer-index"
-    error = _refused(sch, lambda: sch.cache_write("C", 1, "local"), "index 1 is out of range")
+    error = check_refused(sch, lambda: sch.cache_write("C", 1, "local"), "index 1 is out of range")
     assert error.rule == "buffer-index"
-
-
-@T.prim_func
-def two_writers(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
-    B = T.alloc_buffer((8,))
-    for i in range(8):
-        with T.block("B0"):
-            vi = T.axis.spatial(8, i)
-            B[vi] = A[vi]
-    for i in range(8):
-        with T.block("B1"):
-            vi = T.axis.spatial(8, i)
-            B[vi] = B[vi] + T.float32(1)
-    for i in range(8):
-        with T.block("C"):
-            vi = T.axis.spatial(8, i)
-            C[vi] = B[vi]
 
 
 def test_cache_write_needs_the_only_writer() -> None:
     sch = Schedule(two_writers)
-    error = _refused(sch, lambda: sch.cache_write("B0", 0, "local"), "also writes buffer 'B'")
+    error = check_refused(sch, lambda: sch.cache_write("B0", 0, "local"), "also writes buffer 'B'")
     assert error.rule == "single-writer"
 
 
 def test_cache_read_refuses_a_consumer_that_also_writes_the_buffer() -> None:
     sch = Schedule(two_writers)
-    error = _refused(
+    error = check_refused(
         sch, lambda: sch.cache_read("C", 0, "local", consumer_blocks=["B1"]), "both reads and"
     )
     assert error.rule == "data-flow"
@@ -247,19 +227,21 @@ def test_cache_read_refuses_a_consumer_that_also_writes_the_buffer() -> None:
 
 def test_set_scope_and_storage_align_need_an_allocated_buffer() -> None:
     sch = Schedule(two_stage)
-    error = _refused(sch, lambda: sch.set_scope("C", 0, "shared"), "'C' is a parameter")
+    error = check_refused(sch, lambda: sch.set_scope("C", 0, "shared"), "'C' is a parameter")
     assert error.rule == "param-buffer"
-    error = _refused(sch, lambda: sch.storage_align("C", 0, 0, 16, 1), "'C' is a parameter")
+    error = check_refused(sch, lambda: sch.storage_align("C", 0, 0, 16, 1), "'C' is a parameter")
     assert error.rule == "param-buffer"
 
 
 def test_bad_arguments() -> None:
     sch = Schedule(two_stage)
-    error = _refused(sch, lambda: sch.cache_read("C", 0, 3), "storage scope 3")  # type: ignore[arg-type]
+    error = check_refused(sch, lambda: sch.cache_read("C", 0, 3), "storage scope 3")  # type: ignore[arg-type]
     assert error.rule == "argument"
-    error = _refused(sch, lambda: sch.storage_align("B", 0, 2, 16, 1), "axis 2 is out of range")
+    error = check_refused(
+        sch, lambda: sch.storage_align("B", 0, 2, 16, 1), "axis 2 is out of range"
+    )
     assert error.rule == "argument"
-    error = _refused(sch, lambda: sch.storage_align("B", 0, 0, 16, 16), "offset 16")
+    error = check_refused(sch, lambda: sch.storage_align("B", 0, 0, 16, 16), "offset 16")
     assert error.rule == "argument"
 
 

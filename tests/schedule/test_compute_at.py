@@ -5,7 +5,7 @@ they enforce."""
 from __future__ import annotations
 
 from schedule_checks import check_refused, check_schedule
-from schedule_corpus import softmax, two_stage
+from schedule_corpus import softmax, two_stage, two_writers
 
 from tilewright.script import tir as T
 from tilewright.tir import Schedule
@@ -212,23 +212,6 @@ def test_scope_and_root_rules() -> None:
     i, _ = sch.get_loops("B")
     error = check_refused(sch, lambda: sch.compute_at("root", i), "root block cannot move")
     assert error.rule == "root-block"
-
-
-@T.prim_func
-def two_writers(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
-    B = T.alloc_buffer((8,))
-    for i in range(8):
-        with T.block("B0"):
-            vi = T.axis.spatial(8, i)
-            B[vi] = A[vi]
-    for i in range(8):
-        with T.block("B1"):
-            vi = T.axis.spatial(8, i)
-            B[vi] = B[vi] + T.float32(1)
-    for i in range(8):
-        with T.block("C"):
-            vi = T.axis.spatial(8, i)
-            C[vi] = B[vi]
 
 
 def test_compute_at_needs_the_only_writer() -> None:

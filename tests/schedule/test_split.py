@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from schedule_checks import check_schedule
+from schedule_corpus import square_matmul
 
 from tilewright.ir import For, ForKind, IntImm
 from tilewright.script import tir as T
@@ -25,20 +26,6 @@ def add_one_odd(A: T.Buffer((100,), "float32"), B: T.Buffer((100,), "float32")):
         with T.block("B"):
             vi = T.axis.spatial(100, i)
             B[vi] = A[vi] + T.float32(1)
-
-
-@T.prim_func
-def matmul(
-    A: T.Buffer((16, 16), "float32"),
-    B: T.Buffer((16, 16), "float32"),
-    C: T.Buffer((16, 16), "float32"),
-):
-    for i, j, k in T.grid(16, 16, 16):
-        with T.block("C"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 
 
 def test_split_in_two_with_inferred_outer_factor() -> None:
@@ -147,10 +134,10 @@ def test_split_of_a_reduction_loop_keeps_its_kind_in_the_binding() -> None:
                     C[vi, vj] = T.float32(0)
                 C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 
-    sch = Schedule(matmul)
+    sch = Schedule(square_matmul)
     _, _, k = sch.get_loops(sch.get_block("C"))
     sch.split(k, [None, 4])
-    check_schedule(sch, matmul, expected)
+    check_schedule(sch, square_matmul, expected)
 
 
 def test_split_of_a_loop_used_inside_an_expression_binding() -> None:
@@ -169,7 +156,7 @@ def test_split_of_a_loop_used_inside_an_expression_binding() -> None:
 
 
 def test_split_keeps_other_references_valid() -> None:
-    sch = Schedule(matmul)
+    sch = Schedule(square_matmul)
     block = sch.get_block("C")
     i, j, k = sch.get_loops(block)
     sch.split(j, [None, 4])

@@ -8,6 +8,7 @@ import json
 
 import pytest
 from schedule_checks import check_replay, check_schedule
+from schedule_corpus import square_matmul
 
 from tilewright.ir import assert_structural_equal
 from tilewright.schedule import Instruction, Trace
@@ -25,20 +26,6 @@ def vector_add(
         with T.block("C"):
             vi = T.axis.spatial(1024, i)
             C[vi] = A[vi] + B[vi]
-
-
-@T.prim_func
-def matmul(
-    A: T.Buffer((16, 16), "float32"),
-    B: T.Buffer((16, 16), "float32"),
-    C: T.Buffer((16, 16), "float32"),
-):
-    for i, j, k in T.grid(16, 16, 16):
-        with T.block("C"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 
 
 def test_show_prints_the_calls_as_python(capsys: pytest.CaptureFixture[str]) -> None:
@@ -59,7 +46,7 @@ def test_show_prints_the_calls_as_python(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def _every_primitive() -> Schedule:
-    sch = Schedule(matmul)
+    sch = Schedule(square_matmul)
     block = sch.get_block("C")
     i, j, k = sch.get_loops(block)
     i0, i1 = sch.split(i, [None, 4])
@@ -98,7 +85,7 @@ def test_every_primitive_replays_from_python_and_json() -> None:
         "get_child_blocks",
         "parallel",
     }
-    check_schedule(sch, matmul)
+    check_schedule(sch, square_matmul)
 
 
 def test_json_form() -> None:
@@ -122,7 +109,7 @@ def test_json_form() -> None:
 
 
 def test_a_refused_primitive_is_not_recorded() -> None:
-    sch = Schedule(matmul)
+    sch = Schedule(square_matmul)
     _, _, k = sch.get_loops(sch.get_block("C"))
     before = str(sch.trace)
     with pytest.raises(ScheduleError):
@@ -180,7 +167,7 @@ def test_trace_of_a_copy_continues_independently() -> None:
 
 
 def test_simplified_drops_unused_queries_and_still_replays() -> None:
-    sch = Schedule(matmul)
+    sch = Schedule(square_matmul)
     sch.get_block("C")  # unused
     block = sch.get_block("C")
     sch.get_loops(block)  # unused
@@ -188,6 +175,6 @@ def test_simplified_drops_unused_queries_and_still_replays() -> None:
     sch.split(i, [None, 4])
     simple = sch.trace.simplified()
     assert [inst.kind for inst in simple] == ["get_block", "get_loops", "split"]
-    replayed = Schedule(matmul)
+    replayed = Schedule(square_matmul)
     simple.apply_to_schedule(replayed)
     assert_structural_equal(replayed.mod, sch.mod)
