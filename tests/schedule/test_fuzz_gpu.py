@@ -8,15 +8,45 @@ import random
 
 import numpy as np
 import pytest
+from block_interpreter import run
 from gpu_fuzz_schedules import GPU_CORPUS, draw_schedule
 from schedule_checks import check_well_formed
 
 import tilewright as tw
 from tilewright import config
 from tilewright.runtime import opencl_runtime
-from tilewright.schedule import Schedule
+from tilewright.schedule import Schedule, ScheduleError
 
 CASES = max(20, config.get().fuzz_cases // 10)
+
+_MISSING_BARRIER = (
+    "inject_thread_sync: a shared element written under a thread guard (if u_1 < 1) and read "
+    "by every thread counts as the same element for each thread, so no barrier is placed"
+)
+# Cases past the default 20 that hit a known library bug (reproduced below on its own).
+KNOWN = {51: _MISSING_BARRIER, 70: _MISSING_BARRIER, 102: _MISSING_BARRIER}
+
+# PoCL 3.1 (LLVM 15) loses the store after the loop in this valid kernel (local size 4):
+# C stays NaN where every work-item with t < 2 should write 10. So the schedule drawer keeps
+# every thread busy when a shared cache sits inside the reduction loop.
+#   __kernel void k(__global float* A, __global float* C) {
+#     __local float S[4];
+#     int t = (int)get_local_id(0);
+#     float acc = 0.0f;
+#     for (int k = 0; k < 2; ++k) {
+#       barrier(CLK_LOCAL_MEM_FENCE);
+#       S[t] = A[k * 4 + t];
+#       barrier(CLK_LOCAL_MEM_FENCE);
+#       for (int j = 0; j < 2; ++j) {
+#         if (t < 2) {
+#           acc = acc + S[j];
+#         }
+#       }
+#     }
+#     if (t < 2) {
+#       C[t] = acc;
+#     }
+#   }
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +61,13 @@ def _seed(case: int) -> int:
     return 104729 * case + 11
 
 
-@pytest.mark.parametrize("case", range(CASES))
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=KNOWN[c])) if c in KNOWN else c
+        for c in range(CASES)
+    ],
+)
 def test_random_gpu_schedule_matches_numpy_on_opencl(case: int) -> None:
     seed = _seed(case)
     program = GPU_CORPUS[case % len(GPU_CORPUS)]
@@ -58,3 +94,62 @@ def test_random_gpu_schedule_matches_numpy_on_opencl(case: int) -> None:
         np.testing.assert_allclose(
             arg.numpy(), expected, rtol=1e-4, atol=1e-4, err_msg=f"seed={seed}\n{sch.trace}"
         )
+
+
+def _matmul_with_a_shared_scalar() -> Schedule:
+    program = next(p for p in GPU_CORPUS if p.name == "matmul")
+    sch = Schedule(program.func)
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j, "threadIdx.x")
+    cache = sch.cache_read(block, 0, "shared")
+    sch.compute_at(cache, k)  # one element A[i, k] per iteration, read by all 12 threads
+    _, tx = sch.split(sch.add_unit_loop(cache), [None, 12])
+    sch.bind(tx, "threadIdx.x")
+    return sch
+
+
+@pytest.mark.xfail(strict=True, reason=_MISSING_BARRIER)
+def test_barrier_after_a_fetch_that_one_thread_makes() -> None:
+    sch = _matmul_with_a_shared_scalar()
+    rt_mod = tw.build(sch.mod, target="opencl")
+    source = rt_mod.imported_modules[0].get_source()
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((8, 10), "float32"), rng.standard_normal((10, 12), "float32")
+    args = [tw.nd.array(x, tw.opencl(0)) for x in (a, b, np.full((8, 12), np.nan, "float32"))]
+    rt_mod["main"](*args)
+    np.testing.assert_allclose(args[2].numpy(), a @ b, rtol=1e-4, atol=1e-4)
+    assert "barrier(" in source, source
+
+
+def test_the_shared_scalar_schedule_is_right_with_every_thread_fetching() -> None:
+    # The same schedule without the thread guard: each thread writes the element it reads.
+    program = next(p for p in GPU_CORPUS if p.name == "matmul")
+    sch = Schedule(program.func)
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j, "threadIdx.x")
+    sch.compute_at(sch.cache_read(block, 0, "shared"), k)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((8, 10), "float32"), rng.standard_normal((10, 12), "float32")
+    args = [tw.nd.array(x, tw.opencl(0)) for x in (a, b, np.full((8, 12), np.nan, "float32"))]
+    tw.build(sch.mod, target="opencl")["main"](*args)
+    np.testing.assert_allclose(args[2].numpy(), a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ScheduleError,
+    reason="decompose_reduction refuses a predicate with a reduction-loop conjunct; TVM keeps "
+    "the other conjuncts as the init block's predicate",
+)
+def test_decompose_reduction_of_a_reduction_split_unevenly() -> None:
+    program = next(p for p in GPU_CORPUS if p.name == "row_sum")
+    sch = Schedule(program.func)
+    _, k = sch.get_loops("B")
+    k0, _ = sch.split(k, [None, 4])  # 10 by 4: T.where(k_0 * 4 + k_1 < 10)
+    sch.decompose_reduction("B", k0)
+    a = np.random.default_rng(0).standard_normal((6, 10)).astype("float32")
+    np.testing.assert_allclose(run(sch.mod["main"], a, np.zeros(6, "float32"))[1], a.sum(1))
