@@ -11,7 +11,7 @@ becomes one vector load/store; other vector statements fall back to a loop over 
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from tilewright.codegen.c_like import PREC_UNARY, CLikePrinter, CodegenError, Expr
 from tilewright.ir import (
@@ -322,3 +322,29 @@ def device_functions(mod: object, kind: str) -> list[tuple[str, PrimFunc]]:
             raise CodegenError(f"kernel {name} was lowered for {declared}, not {kind}")
         out.append((str(func.attr("global_symbol", name)), func))
     return out
+
+
+_Printer = TypeVar("_Printer", bound=DevicePrinter)
+
+
+def print_kernels(
+    mod: object, kind: str, printer_type: type[_Printer]
+) -> tuple[str, dict[str, PrimFunc], dict[str, _Printer]]:
+    """The kernels of a lowered module for ``kind``, each printed by a fresh ``printer_type``:
+    the text (the helpers they call, each once, then the kernels), the functions and the
+    printers by kernel name.
+
+    Example: ``text, kernels, printers = print_kernels(lowered, "metal", MetalPrinter)``.
+    """
+    pieces: list[str] = []
+    helpers: dict[str, str] = {}
+    kernels: dict[str, PrimFunc] = {}
+    printers: dict[str, _Printer] = {}
+    for name, func in device_functions(mod, kind):
+        printers[name] = printer = printer_type()
+        pieces.append(printer.kernel(name, func))
+        for key, text in printer.helpers.items():
+            helpers.setdefault(key, text)
+        kernels[name] = func
+    text = "".join(h + "\n" for h in helpers.values()) + "\n\n".join(pieces) + "\n"
+    return text, kernels, printers
