@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from tilewright.arith.const_int_bound import NEG_INF, POS_INF, Bounds
 from tilewright.arith.linear_form import Key, LinearForm, build, is_linear_dtype, to_form
@@ -72,13 +73,22 @@ class DivModRules:
         return False
 
     def _FloorDiv(self, e: FloorDiv) -> PrimExpr:
+        return self._by_const_divisor(e, self.floordiv_const)
+
+    def _FloorMod(self, e: FloorMod) -> PrimExpr:
+        return self._by_const_divisor(e, self.floormod_const)
+
+    def _by_const_divisor(
+        self, e: BinaryOp, by_const: Callable[[PrimExpr, int], PrimExpr]
+    ) -> PrimExpr:
+        """``by_const(a, c)`` when ``e``'s simplified divisor is a positive constant ``c``."""
         a, b, folded = self._operands(e)
         if folded is not None:
             return folded
         c = pos_const(b)
         if c is None or not is_linear_dtype(e.dtype):
             return self._nonlinear(e, a, b)
-        return self.floordiv_const(a, c)
+        return by_const(a, c)
 
     def floordiv_const(self, a: PrimExpr, c: int) -> PrimExpr:
         """``a // c`` for a positive constant ``c``; ``a`` is already simplified."""
@@ -116,15 +126,6 @@ class DivModRules:
         if form.const == 0 and g > 1:
             return self.floordiv_const(build(form.scaled_down(g)), c // g)
         return FloorDiv(a, IntImm(c, dt))
-
-    def _FloorMod(self, e: FloorMod) -> PrimExpr:
-        a, b, folded = self._operands(e)
-        if folded is not None:
-            return folded
-        c = pos_const(b)
-        if c is None or not is_linear_dtype(e.dtype):
-            return self._nonlinear(e, a, b)
-        return self.floormod_const(a, c)
 
     def floormod_const(self, a: PrimExpr, c: int) -> PrimExpr:
         """``a % c`` (floor semantics) for a positive constant ``c``."""
