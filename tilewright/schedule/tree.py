@@ -22,6 +22,7 @@ from tilewright.ir.stmt import (
     Stmt,
     seq,
 )
+from tilewright.schedule.error import ScheduleError
 
 Path = tuple[Stmt, ...]
 NodeT = TypeVar("NodeT", bound=Node)
@@ -114,6 +115,26 @@ class Site:
         """The loops between the node and its enclosing block, outermost first."""
         start = self.scope_index() + 1
         return [s for s in self.path[start:-1] if isinstance(s, For)]
+
+    def only_block(self, primitive: str) -> tuple[Path, BlockRealize]:
+        """The path to the one block realize under this loop, and the realize itself.
+
+        Raises ``ScheduleError`` (rule ``rfactor-block``, naming ``primitive``) when the loop
+        holds no block or several. Example: ``path, realize = site.only_block("blockize")``.
+        """
+        realizes = list(self.below(lambda path: isinstance(path[-1], BlockRealize)))
+        if len(realizes) != 1:
+            raise ScheduleError(
+                primitive,
+                "rfactor-block",
+                f"loop {self.loop.loop_var.name!r} must hold exactly one block, "
+                f"not {len(realizes)}",
+                self.func,
+                self.loop,
+            )
+        realize = realizes[0][-1]
+        assert isinstance(realize, BlockRealize)
+        return realizes[0], realize
 
     def below(self, keep: Callable[[Path], bool]) -> Iterator[Path]:
         """Paths (extending this one) to the statements under the node that ``keep`` accepts."""

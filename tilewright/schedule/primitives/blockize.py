@@ -42,18 +42,7 @@ def blockize(site: Site, preserve_unit_iters: bool) -> tuple[PrimFunc, str]:
     """
     func = site.func
     loop = site.loop
-    realizes = [p for p in walk(loop, site.path[:-1]) if isinstance(p[-1], BlockRealize)]
-    if len(realizes) != 1:
-        raise ScheduleError(
-            "blockize",
-            "rfactor-block",
-            f"loop {loop.loop_var.name!r} must hold exactly one block, not {len(realizes)}",
-            func,
-            loop,
-        )
-    rpath = realizes[0]
-    realize = rpath[-1]
-    assert isinstance(realize, BlockRealize)
+    rpath, realize = site.only_block("blockize")
     block = realize.block
     k = next(i for i, s in enumerate(rpath) if s is loop)
     inner_loops = [s for s in rpath[k:-1] if isinstance(s, For)]

@@ -190,18 +190,7 @@ def rfactor(loop_site: Site, factor_axis: int) -> tuple[PrimFunc, str]:
     """
     func = loop_site.func
     loop = loop_site.loop
-    realizes = [p for p in walk(loop, loop_site.path[:-1]) if isinstance(p[-1], BlockRealize)]
-    if len(realizes) != 1:
-        raise ScheduleError(
-            "rfactor",
-            "rfactor-block",
-            f"loop {loop.loop_var.name!r} must hold exactly one block, not {len(realizes)}",
-            func,
-            loop,
-        )
-    rpath = realizes[0]
-    realize = rpath[-1]
-    assert isinstance(realize, BlockRealize)
+    rpath, realize = loop_site.only_block("rfactor")
     block = realize.block
     if block.init is None:
         raise ScheduleError(
