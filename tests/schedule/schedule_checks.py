@@ -9,6 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from block_interpreter import run
+from schedule_corpus import Program
 
 import tilewright as tw
 from tilewright.ir import (
@@ -124,3 +125,24 @@ def check_refused(sch: Schedule, call: Callable[[], object], match: str) -> Sche
     assert sch.mod is before
     assert {i.kind for i in sch.trace.insts[length:]} <= {"get_block"}
     return info.value
+
+
+def check_fuzzed(sch: Schedule, program: Program, case: int, *, print_every: int) -> None:
+    """A randomly scheduled corpus program is well formed, matches its numpy reference on the
+    inputs of seed ``case``, and replays from its trace; every ``print_every``-th case it also
+    prints and parses back, every fourth it replays from the trace's JSON."""
+    check_well_formed(sch.mod["main"])
+    inputs = program.inputs(np.random.default_rng(case))
+    outputs = run(sch.mod["main"], *inputs)
+    for got, want in zip(outputs, program.reference(*inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(sch.trace))
+
+    replayed = Schedule(program.func)
+    sch.trace.apply_to_schedule(replayed)
+    assert_structural_equal(replayed.mod, sch.mod)
+    if case % print_every == 0:
+        assert_structural_equal(tw.script.from_source(sch.mod.script()), sch.mod)
+    if case % 4 == 0:
+        from_json = Schedule(program.func)
+        Trace.from_json(json.dumps(sch.trace.as_json())).apply_to_schedule(from_json)
+        assert_structural_equal(from_json.mod, sch.mod)

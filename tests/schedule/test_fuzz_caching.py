@@ -5,20 +5,18 @@ JSON) to the same IR, and leave the schedule untouched when a primitive refuses.
 
 from __future__ import annotations
 
-import json
 import random
 
 import numpy as np
 import pytest
 from block_interpreter import run
-from schedule_checks import check_well_formed
+from schedule_checks import check_fuzzed
 from schedule_corpus import CORPUS, Program
 from test_fuzz_loops import _step as loop_step
 
-import tilewright as tw
 from tilewright import config
-from tilewright.ir import Block, IterKind, assert_structural_equal, pre_order_visit
-from tilewright.schedule import Schedule, ScheduleError, Trace
+from tilewright.ir import Block, IterKind, pre_order_visit
+from tilewright.schedule import Schedule, ScheduleError
 
 SCOPES = ("global", "shared", "local")
 QUERIES = {"get_block", "get_loops", "get_child_blocks", "get_producers", "get_consumers"}
@@ -134,21 +132,7 @@ def test_random_block_schedule_matches_numpy(case: int) -> None:
     sch = Schedule(program.func)
     _apply_random(sch, program, rng)
 
-    check_well_formed(sch.mod["main"])
-    inputs = program.inputs(np.random.default_rng(case))
-    outputs = run(sch.mod["main"], *inputs)
-    for got, want in zip(outputs, program.reference(*inputs)):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(sch.trace))
-
-    replayed = Schedule(program.func)
-    sch.trace.apply_to_schedule(replayed)
-    assert_structural_equal(replayed.mod, sch.mod)
-    if case % 3 == 0:
-        assert_structural_equal(tw.script.from_source(sch.mod.script()), sch.mod)
-    if case % 4 == 0:
-        from_json = Schedule(program.func)
-        Trace.from_json(json.dumps(sch.trace.as_json())).apply_to_schedule(from_json)
-        assert_structural_equal(from_json.mod, sch.mod)
+    check_fuzzed(sch, program, case, print_every=3)
 
 
 @pytest.mark.parametrize("program", [p for p in CORPUS if p.name in ("row_sum", "total_max")])
