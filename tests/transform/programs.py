@@ -1,4 +1,4 @@
-"""Small block programs (built with IR constructors) + numpy references: fixtures for pass tests."""
+"""Small block programs (IR constructors, one script) + numpy references for pass tests."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from tilewright.ir import (
     dtype,
     seq,
 )
+from tilewright.script import tir as T
 
 I32 = dtype("int32")
 TRUE = IntImm(1, dtype("bool"))
@@ -252,6 +253,26 @@ def unit_split(n: int = 16) -> Program:
     return Program(
         root(args, grid([i0, i1], [n, 1], block)), _rand((n,), (n,)), lambda x: [x[0], x[0] * 3]
     )
+
+
+# matmul_split_reordered as a script, its init already the ``if vk == 0`` store that
+# lower_init_block gives and lower_blocks takes.
+@T.prim_func
+def split_reordered_if_init(
+    A: T.Buffer((8, 16), "float32"),
+    B: T.Buffer((16, 12), "float32"),
+    C: T.Buffer((8, 12), "float32"),
+):
+    for k_1, i, k_0, j in T.grid(4, 8, 4, 12):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            vj = T.axis.spatial(12, j)
+            vk = T.axis.reduce(16, k_0 * 4 + k_1)
+            T.reads(C[vi, vj], A[vi, vk], B[vk, vj])
+            T.writes(C[vi, vj])
+            if vk == 0:
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 
 
 ALL = {

@@ -37,6 +37,7 @@ from .programs import (
     loop,
     realize,
     root,
+    split_reordered_if_init,
     store,
     var,
 )
@@ -252,24 +253,6 @@ def test_script_predicate_and_allocations():
 
 
 @T.prim_func
-def _split_reordered_init(
-    A: T.Buffer((8, 16), "float32"),
-    B: T.Buffer((16, 12), "float32"),
-    C: T.Buffer((8, 12), "float32"),
-):
-    for k_1, i, k_0, j in T.grid(4, 8, 4, 12):
-        with T.block("C"):
-            vi = T.axis.spatial(8, i)
-            vj = T.axis.spatial(12, j)
-            vk = T.axis.reduce(16, k_0 * 4 + k_1)
-            T.reads(C[vi, vj], A[vi, vk], B[vk, vj])
-            T.writes(C[vi, vj])
-            if vk == 0:
-                C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-
-
-@T.prim_func
 def _split_reordered_loops(
     A: T.Buffer((8, 16), "float32"),
     B: T.Buffer((16, 12), "float32"),
@@ -282,4 +265,4 @@ def _split_reordered_loops(
 
 
 def test_script_init_guard_is_written_over_loop_variables():
-    assert_structural_equal(lower_blocks(_split_reordered_init), _split_reordered_loops)
+    assert_structural_equal(lower_blocks(split_reordered_if_init), _split_reordered_loops)
