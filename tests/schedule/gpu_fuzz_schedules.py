@@ -98,7 +98,12 @@ def _fuse(sch: Schedule, loops: list[LoopRV]) -> LoopRV:
 
 
 def _cooperative_fetch(
-    sch: Schedule, cache, at: LoopRV, threads: list[tuple[str, int]], rng: random.Random
+    sch: Schedule,
+    cache,
+    at: LoopRV,
+    threads: list[tuple[str, int]],
+    rng: random.Random,
+    vectors: bool,
 ) -> LoopRV | None:
     """Spread the cache block's copy loops below ``at`` over the block's threads."""
     loops = sch.get_loops(cache)
@@ -107,7 +112,7 @@ def _cooperative_fetch(
     if not below:
         below = [sch.add_unit_loop(cache)]
     fused = _fuse(sch, below)
-    vec = rng.choice((None, None, 2, 4))
+    vec = rng.choice((None, None, 2, 4)) if vectors else None
     factors: list[int | None] = [None] + [count for _, count in threads]
     if vec:
         factors.append(vec)
@@ -151,6 +156,9 @@ def draw_schedule(sch: Schedule, program: Program, rng: random.Random) -> Drawn:
     # Spatial loops: one or two axes, each split into block / thread / optional serial part.
     shared = n_inputs > 0 and rng.random() < 0.6
     shared_in_loop = shared and bool(reduce) and rng.random() < 0.6
+    # PoCL 3.1 miscompiles vloadN / vstoreN in some kernels with a barrier inside a loop (the
+    # PoCL notes in test_fuzz_gpu): such kernels stay scalar.
+    vectors = not shared_in_loop
     groups = [spatial[:-1], spatial[-1:]] if len(spatial) >= 2 and rng.random() < 0.6 else [spatial]
     outer, thread, inner = [], [], []
     for group in groups:
@@ -211,7 +219,7 @@ def draw_schedule(sch: Schedule, program: Program, rng: random.Random) -> Drawn:
     if local is not None:
         sch.reverse_compute_at(local, thread[-1])
         below = sch.get_loops(local)[len(outer) + len(thread) :]
-        if below and rng.random() < 0.4:
+        if below and rng.random() < 0.4 and vectors:
             sch.vectorize(below[-1])
             drawn.vectorized = True
 
@@ -220,18 +228,17 @@ def draw_schedule(sch: Schedule, program: Program, rng: random.Random) -> Drawn:
         at = red[0] if shared_in_loop else outer[-1]
         cache = sch.cache_read(block, index, "shared")
         sch.compute_at(cache, at)
-        fetch_outer = _cooperative_fetch(sch, cache, at, threads, rng)
+        fetch_outer = _cooperative_fetch(sch, cache, at, threads, rng, vectors)
         drawn.shared = True
         count = 1
         for _, n in threads:
             count *= n
-        # Neighbouring threads read overlapping windows of the cached input.
-        overlapping = program.name == "window_sum" or (program.name == "conv2d" and index == 0)
-        drawn.crosses_threads = overlapping and count > 1
+        # Neighbouring threads read overlapping windows of the whole block's cached input.
+        drawn.crosses_threads = program.name == "window_sum" and count > 1
         if rng.random() < 0.2:
             sch.unroll(fetch_outer)
 
-    if inner and not inner_first and rng.random() < 0.4:
+    if inner and not inner_first and rng.random() < 0.4 and vectors:
         sch.vectorize(inner[-1])
         drawn.vectorized = True
     if serial and rng.random() < 0.4:
