@@ -19,12 +19,8 @@ from tilewright.schedule import Schedule, ScheduleError
 
 CASES = max(1, config.get().fuzz_cases // 10)  # 20 by default
 
-_MISSING_BARRIER = (
-    "inject_thread_sync: a shared element written under a thread guard (if u_1 < 1) and read "
-    "by every thread counts as the same element for each thread, so no barrier is placed"
-)
-# Cases past the default 20 that hit a known library bug (reproduced below on its own).
-KNOWN = {c: _MISSING_BARRIER for c in (51, 70, 102, 362, 531, 701)}
+# Cases past the default 20 that hit a known library bug (none at present).
+KNOWN: dict[int, str] = {}
 
 # PoCL 3.1 (LLVM 15) loses the store after the loop in this valid kernel (local size 4):
 # C stays NaN where every work-item with t < 2 should write 10. So the schedule drawer keeps
@@ -135,7 +131,6 @@ def _matmul_with_a_shared_scalar() -> Schedule:
     return sch
 
 
-@pytest.mark.xfail(strict=True, reason=_MISSING_BARRIER)
 def test_barrier_after_a_fetch_that_one_thread_makes() -> None:
     sch = _matmul_with_a_shared_scalar()
     rt_mod = tw.build(sch.mod, target="opencl")

@@ -107,8 +107,8 @@ class _Summary:
     syncs: bool = False  # whether every execution passes a barrier
 
 
-def _same_element(a: _Access, b: _Access) -> bool:
-    """Both index the same element for any one thread (so no other thread is involved)."""
+def _same_index(a: _Access, b: _Access) -> bool:
+    """Both use one index expression, with the same variables and no loop variable varying."""
     if a.varying or b.varying or not structural_equal(a.index, b.index):
         return False
     return all(x is y for x, y in zip(collect_vars(a.index), collect_vars(b.index), strict=True))
@@ -189,9 +189,32 @@ class _Planner:
             for b in after:
                 if a.data is not b.data or a.write == b.write:
                     continue
-                if not _same_element(a, b) and not self.thread_private(a, b):
+                if not self.same_element(a, b) and not self.thread_private(a, b):
                     return True
         return False
+
+    def same_element(self, a: _Access, b: _Access) -> bool:
+        """Each thread touches its own element, the same on both sides: the index is one
+        expression, one-to-one in the thread indices (``S[0]`` or ``S[tx // 2]`` is shared
+        between threads, so a write there by one thread must be fenced from the others)."""
+        if not _same_index(a, b):
+            return False
+        index, width = a.index, 1
+        if isinstance(index, Ramp):
+            if not isinstance(index.stride, IntImm):
+                return False
+            index, width = index.base, abs(index.stride.value) * index.lanes
+        part = self.thread_part(index)
+        if part is None:
+            return False
+        coefs = part[0]
+        threads = [(v, n) for v, n in self.thread_extent.items() if n > 1]
+        if any(coefs.get(v, 0) == 0 for v, _ in threads):
+            return False
+        if not threads:
+            return True  # one thread: nobody else to race with
+        spacing = _spacing([(abs(coefs[v]), n) for v, n in threads])
+        return spacing is not None and spacing[0] >= width
 
     def thread_private(self, a: _Access, b: _Access) -> bool:
         """Whether no element of ``a`` can be one of ``b`` touched by another thread.
