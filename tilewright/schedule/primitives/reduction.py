@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from tilewright.arith.region import block_access_regions
 from tilewright.arith.simplify import simplify
+from tilewright.ir import op
 from tilewright.ir.buffer import decl_buffer
-from tilewright.ir.expr import Add, BufferLoad, IntImm, Max, Min, Mul, PrimExpr, Range, Var
+from tilewright.ir.expr import Add, And, BufferLoad, IntImm, Max, Min, Mul, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import collect_vars, post_order_visit, substitute
 from tilewright.ir.stmt import (
@@ -98,15 +99,13 @@ def decompose_reduction(block_site: Site, loop_site: Site) -> tuple[PrimFunc, st
         mapping[f.loop_var] = var
         copied.append(f)
     skipped = {f.loop_var for f in below if f.loop_var not in mapping}
-    if set(collect_vars(realize.predicate)) & skipped:
-        raise ScheduleError(
-            "decompose_reduction",
-            "location",
-            f"the predicate of block {block.name!r} depends on a reduction loop under "
-            f"{loop.loop_var.name!r}",
-            func,
-            block,
-        )
+    # As TVM does: the init keeps the conjuncts of the predicate over spatial loops only.
+    # Those over reduction loops bound the reduction (a split's `k_0 * 4 + k_1 < 10`), which
+    # its first iteration satisfies.
+    init_predicate = op.const(True)
+    for term in _conjuncts(realize.predicate):
+        if not set(collect_vars(term)) & skipped:
+            init_predicate = op.logical_and(init_predicate, term)
     iter_vars: list[IterVar] = []
     values: list[PrimExpr] = []
     renamed: dict[Var, PrimExpr] = {}
@@ -128,7 +127,7 @@ def decompose_reduction(block_site: Site, loop_site: Site) -> tuple[PrimFunc, st
     )
     stmt: Stmt = BlockRealize(
         tuple(values),
-        substitute(realize.predicate, mapping),  # type: ignore[arg-type]
+        substitute(init_predicate, mapping),  # type: ignore[arg-type]
         init_block,
     )
     for f in reversed(copied):
@@ -144,6 +143,13 @@ def decompose_reduction(block_site: Site, loop_site: Site) -> tuple[PrimFunc, st
     new_loop = body
     outer = block_site.at(path[: position + 1])
     return outer.replaced(seq(stmt, new_loop)), init_name, update_name
+
+
+def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
+    """The terms of ``a and b and ...``."""
+    if isinstance(cond, And):
+        return [*_conjuncts(cond.a), *_conjuncts(cond.b)]
+    return [cond]
 
 
 _COMBINERS = (Add, Mul, Max, Min)
