@@ -36,6 +36,7 @@ from tilewright.ir import (
     seq,
 )
 from tilewright.ir.dtype import handle, int32
+from tilewright.ir.stmt import AttrValue
 from tilewright.transform.device_kernels import (
     BLOCK_TAGS,
     GRID_TAGS,
@@ -119,7 +120,9 @@ def _device_function(
     scalars.sort(key=lambda v: order.get(v, len(order)))
     handles = [Var(b.name, handle) for b in buffers]
     dyn = sum(buffer_bytes(b) for b in uses.allocated if b.scope == "shared.dyn")
-    extents = {tag: (e.value if isinstance(e, IntImm) else e) for tag, e in kernel.extents.items()}
+    extents: dict[str, AttrValue] = {
+        tag: (e.value if isinstance(e, IntImm) else e) for tag, e in kernel.extents.items()
+    }
     device = PrimFunc(
         params=(*handles, *scalars),
         body=kernel.root,

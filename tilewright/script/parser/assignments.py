@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
+from typing import cast
 
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
@@ -111,16 +113,21 @@ class AssignmentParser(StatementParser):
             )
         return BufferStore(buffer, stored, tuple(exprs))
 
-    def _bind(self, target: ast.expr, value: object, node: ast.stmt) -> Stmt | Wrap | None:
+    def _bind(
+        self, target: ast.expr, value: object, node: ast.Assign | ast.AnnAssign
+    ) -> Stmt | Wrap | None:
         if isinstance(value, EnclosingDirective):
             return self._enclose(target, value)
         if isinstance(value, AxisRemap):
-            return self._remap(target, value, node)
+            self._remap(target, value, node)
+            return None
         if isinstance(target, ast.Tuple | ast.List):
             if not isinstance(value, tuple | list) or len(value) != len(target.elts):
+                # Only ast.Assign has a tuple target (AnnAssign needs a name), so a value is there.
+                source = cast(ast.expr, node.value)
                 raise self.error(
-                    node, f"cannot unpack {ast.unparse(node.value)} into {len(target.elts)} names"
-                )  # type: ignore[attr-defined]
+                    node, f"cannot unpack {ast.unparse(source)} into {len(target.elts)} names"
+                )
             for item, part in zip(target.elts, value):
                 if self._bind(item, part, node) is not None:
                     raise self.error(item, "only plain values can be unpacked")
@@ -153,18 +160,20 @@ class AssignmentParser(StatementParser):
 
     def _enclose(self, target: ast.expr, directive: EnclosingDirective) -> Wrap:
         many = isinstance(target, ast.Tuple | ast.List)
-        names = target.elts if many else [target]  # type: ignore[attr-defined]
-        if not all(isinstance(n, ast.Name) for n in names):
+        names = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
+        plain = [n for n in names if isinstance(n, ast.Name)]
+        if len(plain) != len(names):
             raise self.error(
                 target, f"expected plain names on the left, found {ast.unparse(target)}"
             )
         try:
-            bound, make = directive.enclose([n.id for n in names])  # type: ignore[attr-defined]
+            bound, make = directive.enclose([n.id for n in plain])
         except (TypeError, ValueError) as err:
             raise self.error(target, str(err)) from None
-        values = bound if many else (bound,)
-        for name, value in zip(names, values):  # type: ignore[arg-type]
-            self.scope.define(name.id, value)  # type: ignore[attr-defined]
+        # Given several names, enclose() binds a sequence of one value per name.
+        values = cast("Sequence[object]", bound) if many else (bound,)
+        for name, value in zip(plain, values):
+            self.scope.define(name.id, value)
         return Wrap(make)
 
     def _loop_dom(self, binding: PrimExpr, node: ast.AST) -> Range:
@@ -174,18 +183,19 @@ class AssignmentParser(StatementParser):
 
     def _remap(self, target: ast.expr, value: AxisRemap, node: ast.stmt) -> None:
         names = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
-        if len(names) != len(value.kinds) or not all(isinstance(n, ast.Name) for n in names):
+        plain = [n for n in names if isinstance(n, ast.Name)]
+        if len(names) != len(value.kinds) or len(plain) != len(names):
             raise self.error(
                 target,
                 f"T.axis.remap declares {len(value.kinds)} iterators; expected "
                 f"{len(value.kinds)} names on the left, found {ast.unparse(target)}",
             )
         block = self._block(node, "T.axis.remap")
-        for name, kind, binding in zip(names, value.kinds, value.bindings):
-            var = Var(name.id, binding.dtype)  # type: ignore[attr-defined]
+        for name, kind, binding in zip(plain, value.kinds, value.bindings):
+            var = Var(name.id, binding.dtype)
             block.iter_vars.append(IterVar(var, self._loop_dom(binding, node), kind))
             block.iter_values.append(binding)
-            self.scope.define(name.id, var)  # type: ignore[attr-defined]
+            self.scope.define(name.id, var)
 
     def _is_param(self, var: Var) -> bool:
         return any(var is p for p in self.func.params) or var in self.func.buffer_map

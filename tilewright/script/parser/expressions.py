@@ -13,7 +13,8 @@ import builtins
 import difflib
 import operator
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, cast
 
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer
@@ -37,7 +38,7 @@ BINARY_OPERATORS: dict[type, Callable[[object, object], object]] = {
     ast.MatMult: operator.matmul,  # `4 @ laneid` in tile layouts
 }
 # Comparisons of IR operands build nodes; Python's own operators keep identity semantics.
-_COMPARE_IR: dict[type, Callable[[object, object], PrimExpr]] = {
+_COMPARE_IR: dict[type, Callable[[op.Operand, op.Operand], PrimExpr]] = {
     ast.Eq: op.eq,
     ast.NotEq: op.ne,
     ast.Lt: op.lt,
@@ -45,7 +46,8 @@ _COMPARE_IR: dict[type, Callable[[object, object], PrimExpr]] = {
     ast.Gt: op.gt,
     ast.GtE: op.ge,
 }
-_COMPARE_PY: dict[type, Callable[[object, object], object]] = {
+# Any: these are Python's own dynamic operators, applied to whatever values the script holds.
+_COMPARE_PY: dict[type, Callable[[Any, Any], object]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
     ast.Lt: operator.lt,
@@ -61,6 +63,17 @@ _COMPARE_PY: dict[type, Callable[[object, object], object]] = {
 
 def _is_ir(value: object) -> bool:
     return isinstance(value, PrimExpr)
+
+
+def _operand(value: object) -> op.Operand:
+    # Script values are unchecked here on purpose: the ``op`` constructors convert them and
+    # raise a TypeError naming the value when it is not an expression or a number.
+    return cast(op.Operand, value)
+
+
+def _iterable(value: object) -> Iterable[object]:
+    # A starred non-iterable raises TypeError when unpacked, as it would in Python.
+    return cast("Iterable[object]", value)
 
 
 def _plural(n: int, word: str, many: str) -> str:
@@ -131,7 +144,7 @@ class ExpressionEvaluator:
         positional: list[object] = []
         for arg in node.args:
             if isinstance(arg, ast.Starred):
-                positional.extend(self.eval(arg.value))  # type: ignore[call-overload]
+                positional.extend(_iterable(self.eval(arg.value)))
             else:
                 positional.append(self.eval(arg))
         keywords: dict[str, object] = {}
@@ -160,7 +173,7 @@ class ExpressionEvaluator:
         left, right = self.eval(node.left), self.eval(node.right)
         fn = BINARY_OPERATORS.get(type(node.op))
         if isinstance(node.op, ast.Pow) and (_is_ir(left) or _is_ir(right)):
-            fn = lambda a, b: op.math_call("pow", a, b)  # noqa: E731 - one use
+            fn = lambda a, b: op.math_call("pow", _operand(a), _operand(b))  # noqa: E731 - one use
         if fn is None:
             raise self.error(node, f"unsupported operator {type(node.op).__name__}")
         try:
@@ -171,7 +184,7 @@ class ExpressionEvaluator:
     def visit_UnaryOp(self, node: ast.UnaryOp) -> object:
         value = self.eval(node.operand)
         if isinstance(node.op, ast.Not):
-            return op.logical_not(value) if _is_ir(value) else not value
+            return op.logical_not(_operand(value)) if _is_ir(value) else not value
         if isinstance(node.op, ast.UAdd):
             return value
         if isinstance(node.op, ast.USub):
@@ -191,7 +204,8 @@ class ExpressionEvaluator:
                 result = self.eval(item)
                 continue
             other = self.eval(item)
-            result = op.logical_and(result, other) if is_and else op.logical_or(result, other)
+            x, y = _operand(result), _operand(other)
+            result = op.logical_and(x, y) if is_and else op.logical_or(x, y)
         return result
 
     def visit_Compare(self, node: ast.Compare) -> object:
@@ -200,13 +214,13 @@ class ExpressionEvaluator:
         for cmp, right_node in zip(node.ops, node.comparators):
             right = self.eval(right_node)
             if (_is_ir(left) or _is_ir(right)) and type(cmp) in _COMPARE_IR:
-                value: object = _COMPARE_IR[type(cmp)](left, right)  # type: ignore[arg-type]
+                value: object = _COMPARE_IR[type(cmp)](_operand(left), _operand(right))
             else:
                 value = _COMPARE_PY[type(cmp)](left, right)
             if result is True:
                 result = value
             elif _is_ir(result) or _is_ir(value):
-                result = op.logical_and(result, value)  # type: ignore[arg-type]
+                result = op.logical_and(_operand(result), _operand(value))
             else:
                 result = result and value
             left = right
@@ -215,7 +229,8 @@ class ExpressionEvaluator:
     def visit_IfExp(self, node: ast.IfExp) -> object:
         cond = self.eval(node.test)
         if _is_ir(cond):
-            return op.select(cond, self.eval(node.body), self.eval(node.orelse))  # type: ignore[arg-type]
+            body, orelse = self.eval(node.body), self.eval(node.orelse)
+            return op.select(_operand(cond), _operand(body), _operand(orelse))
         return self.eval(node.body) if cond else self.eval(node.orelse)
 
     def index_items(self, node: ast.expr) -> tuple[object, ...]:
@@ -280,7 +295,7 @@ class ExpressionEvaluator:
         out: list[object] = []
         for item in nodes:
             if isinstance(item, ast.Starred):
-                out.extend(self.eval(item.value))  # type: ignore[call-overload]
+                out.extend(_iterable(self.eval(item.value)))
             else:
                 out.append(self.eval(item))
         return out

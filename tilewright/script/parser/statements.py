@@ -122,7 +122,7 @@ class StatementParser(ExpressionEvaluator):
     def visit_Pass(self, node: ast.Pass) -> None:
         return None
 
-    def visit_Expr(self, node: ast.Expr) -> Stmt | None:
+    def visit_Expr(self, node: ast.Expr) -> Stmt | Wrap | None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str | type(...)):
             return None  # a docstring or `...`
         value = self.eval(node.value)

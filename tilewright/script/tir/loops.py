@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from tilewright.ir.expr import IntImm
-from tilewright.ir.stmt import ForKind, attrs
+from tilewright.ir.stmt import Attrs, AttrValue, ForKind, attrs
 from tilewright.script.parser.frames import LoopFrame, LoopSpec
 from tilewright.script.tir import arguments as args
 
@@ -19,7 +21,12 @@ def _loop(
     else:
         low, high = args.int_expr(start, where), args.int_expr(stop, where)
         extent = args.span(low, high)
-    notes = attrs(args.attr_dict(annotations, f"{where} annotations")) if annotations else ()
+    notes: Attrs = ()
+    if annotations:
+        # attrs() freezes each value into an AttrValue (lists to tuples, dicts to pairs).
+        notes = attrs(
+            cast("dict[str, AttrValue]", args.attr_dict(annotations, f"{where} annotations"))
+        )
     return LoopFrame((LoopSpec(low, extent, kind, thread, notes),))
 
 
