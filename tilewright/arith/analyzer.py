@@ -25,6 +25,7 @@ from tilewright.ir.expr import (
     LT,
     NE,
     And,
+    CmpOp,
     IntImm,
     Not,
     Or,
@@ -138,12 +139,12 @@ class Analyzer:
                 self._assume(op.logical_not(inner.a))
                 self._assume(op.logical_not(inner.b))
                 return
-            if type(inner) in _NEGATE and inner.a.dtype.is_integer:  # type: ignore[attr-defined]
-                self._assume(_NEGATE[type(inner)](inner.a, inner.b))  # type: ignore[attr-defined]
+            if isinstance(inner, CmpOp) and type(inner) in _NEGATE and inner.a.dtype.is_integer:
+                self._assume(_NEGATE[type(inner)](inner.a, inner.b))
                 return
         self._facts.add(expr_key(cond))
-        if type(cond) in _FLIP and cond.a.dtype.is_integer:  # type: ignore[attr-defined]
-            a, b = cond.a, cond.b  # type: ignore[attr-defined]
+        if isinstance(cond, CmpOp) and type(cond) in _FLIP and cond.a.dtype.is_integer:
+            a, b = cond.a, cond.b
             if isinstance(a, Var):
                 self._refine(a, type(cond), self._bound(b))
             if isinstance(b, Var):

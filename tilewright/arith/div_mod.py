@@ -111,11 +111,11 @@ class DivModRules:
         if any(term is not None for _, term, _ in pulled):
             quotient = to_form(self.floordiv_const(build(rest), c))
             result = LinearForm(dt, quotient.const)
-            for key, term, coef in pulled:
-                if term is None:
+            for key, pulled_term, coef in pulled:
+                if pulled_term is None:
                     result.add_form(quotient.terms_only())
                 else:
-                    result.add_term(term, coef, key)
+                    result.add_term(pulled_term, coef, key)
             return self.finish(result)
         single = form.single_term()
         if single is not None and single[1] == 1 and isinstance(single[0], FloorDiv):

@@ -228,12 +228,12 @@ class _SetEvaluator:
 
     def _corners(self, a: IntervalSet, b: IntervalSet, fn) -> IntervalSet:
         ends = (a.min_value, a.max_value, b.min_value, b.max_value)
-        if not all(isinstance(x, IntImm) for x in ends):
+        consts = [x for x in ends if isinstance(x, IntImm)]
+        if len(consts) != len(ends):
             return IntervalSet.everything()
-        values = [fn(x, y).value for x in ends[:2] for y in ends[2:]]  # type: ignore[union-attr]
-        return IntervalSet.interval(
-            IntImm(min(values), a.min_value.dtype), IntImm(max(values), a.min_value.dtype)
-        )  # type: ignore[union-attr]
+        values = [fn(x, y).value for x in consts[:2] for y in consts[2:]]
+        dtype = consts[0].dtype
+        return IntervalSet.interval(IntImm(min(values), dtype), IntImm(max(values), dtype))
 
     def _divide(self, e: BinaryOp, fn) -> IntervalSet:
         a, b = self(e.a), self(e.b)

@@ -123,8 +123,9 @@ class Rewriter(DivModRules):
         return Call(call.dtype, call.op, (cond, t, f))
 
     def _generic(self, expr: PrimExpr) -> PrimExpr:
-        changes = {}
+        changes: dict[str, object] = {}
         for name, value in expr.field_items():
+            new: object
             if isinstance(value, PrimExpr):
                 new = self(value)
             elif isinstance(value, tuple) and all(isinstance(v, PrimExpr) for v in value):
@@ -291,7 +292,9 @@ class Rewriter(DivModRules):
             return IntImm(int(not a.value), e.dtype)
         if isinstance(a, Not):
             return a.a
-        if type(a) in (EQ, NE) or (type(a) in _NEGATE and a.a.dtype.is_integer):
+        if isinstance(a, CmpOp) and (
+            type(a) in (EQ, NE) or (type(a) in _NEGATE and a.a.dtype.is_integer)
+        ):
             return _NEGATE[type(a)](a.a, a.b)
         return Not(a)
 

@@ -76,7 +76,7 @@ class _StmtSimplifier(Mutator):
             return self.visit(stmt.else_case)  # type: ignore[return-value]
         with self.analyzer.constraint_scope(cond):
             then_case = self.visit(stmt.then_case)
-        else_case = stmt.else_case
+        else_case: object = stmt.else_case
         if else_case is not None:
             with self.analyzer.constraint_scope(op.logical_not(cond)):
                 else_case = self.visit(else_case)
