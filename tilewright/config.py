@@ -14,6 +14,7 @@ import dataclasses
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 def _env_path(name: str, default: Path | None) -> Path | None:
@@ -81,7 +82,9 @@ def scope(**changes: object) -> Iterator[Config]:
     """Override settings for the duration of a ``with`` block."""
     global _current
     saved = _current
-    _current = dataclasses.replace(saved, **changes)
+    # dataclasses.replace checks the names; each value is the caller's to get right.
+    fields: dict[str, Any] = changes
+    _current = dataclasses.replace(saved, **fields)
     try:
         yield _current
     finally:

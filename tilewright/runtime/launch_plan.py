@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Callable
+from typing import Any, cast
 
 from tilewright.codegen.signature import symbolic_vars
 from tilewright.ir import (
@@ -45,7 +46,8 @@ from tilewright.ir import (
 from tilewright.ir.stmt import AttrStmt, Evaluate, IfThenElse, LetStmt, SeqStmt, Stmt
 
 LAUNCH = "tw.launch_kernel"
-_BINARY: dict[type, Callable[[object, object], object]] = {
+# Any: Python's operators applied to the host values (ints, floats, bools) of the operands.
+_BINARY: dict[type, Callable[[Any, Any], object]] = {
     Add: operator.add,
     Sub: operator.sub,
     Mul: operator.mul,
@@ -101,8 +103,10 @@ def evaluate(expr: PrimExpr, env: dict[Var, object], where: str = "") -> object:
         a, b = evaluate(expr.a, env, where), evaluate(expr.b, env, where)
         if isinstance(a, float) or isinstance(b, float):
             return a / b if isinstance(expr, Div) else a % b  # type: ignore[operator]
-        quotient = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)  # type: ignore[operator]
-        return quotient if isinstance(expr, Div) else a - quotient * b  # type: ignore[operator]
+        # Host expressions evaluate to numbers; without a float operand both are integers.
+        x, y = cast(int, a), cast(int, b)
+        quotient = abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1)
+        return quotient if isinstance(expr, Div) else x - quotient * y
     if isinstance(expr, And | Or):
         a = evaluate(expr.a, env, where)
         if isinstance(expr, And):
@@ -120,7 +124,8 @@ def evaluate(expr: PrimExpr, env: dict[Var, object], where: str = "") -> object:
         value = evaluate(expr.value, env, where)
         if expr.dtype.is_bool:
             return bool(value)
-        return float(value) if expr.dtype.is_float else int(value)  # type: ignore[call-overload]
+        number = cast("int | float", value)  # host values are numbers (bools are ints)
+        return float(number) if expr.dtype.is_float else int(number)
     raise LaunchPlanError(f"{where}: cannot evaluate {type(expr).__name__} on the host")
 
 
