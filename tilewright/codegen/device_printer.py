@@ -11,11 +11,12 @@ becomes one vector load/store; other vector statements fall back to a loop over 
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, TypeVar
+from typing import ClassVar, TypeVar, cast
 
 from tilewright.codegen.c_like import PREC_UNARY, CLikePrinter, CodegenError, Expr
 from tilewright.ir import (
     Add,
+    BinaryOp,
     Broadcast,
     BufferLoad,
     Call,
@@ -33,7 +34,7 @@ from tilewright.ir import (
     Var,
     post_order_visit,
 )
-from tilewright.ir.stmt import Allocate, BufferStore, Evaluate, For, ForKind
+from tilewright.ir.stmt import Allocate, Attrs, BufferStore, Evaluate, For, ForKind
 from tilewright.transform import is_aligned_ramp
 
 # The barrier intrinsic the GPU lowering emits (and TVM's spelling of it).
@@ -51,7 +52,8 @@ def thread_extents(func: PrimFunc) -> dict[str, int]:
         {'blockIdx.x': 8, 'threadIdx.x': 128}
     """
     raw = func.attr("thread_extent", ()) or ()
-    items = raw.items() if isinstance(raw, dict) else raw
+    # The attribute holds attrs() pairs (a dict only when built by hand).
+    items = raw.items() if isinstance(raw, dict) else cast(Attrs, raw)
     out: dict[str, int] = {}
     for key, value in items:
         if isinstance(value, int | IntImm):  # symbolic extents are known only at launch
@@ -217,9 +219,13 @@ class DevicePrinter(CLikePrinter):
         if isinstance(e, Broadcast):
             scalar = self.expr_text(e.value)
             return self.broadcast(scalar, self.vector_type(e.dtype, lanes) or "", lanes)
-        if type(e) in _VECTOR_OPS and self.vector_arithmetic(e.dtype, lanes):
-            a = self.vector_value(e.a, lanes)  # type: ignore[attr-defined]
-            b = self.vector_value(e.b, lanes)  # type: ignore[attr-defined]
+        if (
+            isinstance(e, BinaryOp)
+            and type(e) in _VECTOR_OPS
+            and self.vector_arithmetic(e.dtype, lanes)
+        ):
+            a = self.vector_value(e.a, lanes)
+            b = self.vector_value(e.b, lanes)
             if a is None or b is None:
                 return None
             symbol = _VECTOR_OPS[type(e)]
