@@ -201,9 +201,10 @@ class _Planner:
             return False
         index, width = a.index, 1
         if isinstance(index, Ramp):
-            if not isinstance(index.stride, IntImm):
+            ramp = index
+            if not isinstance(ramp.stride, IntImm):
                 return False
-            index, width = index.base, abs(index.stride.value) * index.lanes
+            index, width = ramp.base, abs(ramp.stride.value) * ramp.lanes
         part = self.thread_part(index)
         if part is None:
             return False
@@ -240,12 +241,11 @@ class _Planner:
             if var not in self.ranges:
                 return False
             dom[var] = self.ranges[var]
-        ends = [_interval(x.index, dom, self.analyzer) for x in (a, b)]
-        if ends[0] is None or ends[1] is None:
+        end_a, end_b = [_interval(x.index, dom, self.analyzer) for x in (a, b)]
+        if end_a is None or end_b is None:
             return False
         (lo_a, hi_a), (lo_b, hi_b) = (
-            tuple(self.thread_part(e) for e in pair)
-            for pair in ends  # type: ignore[union-attr]
+            tuple(self.thread_part(e) for e in pair) for pair in (end_a, end_b)
         )
         if any(p is None or p[0] != coefs for p in (lo_a, hi_a, lo_b, hi_b)):
             return False

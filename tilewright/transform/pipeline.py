@@ -124,11 +124,13 @@ def lower_module(
                 except ValueError as err:
                     # Passes name the block, buffer or variable; add which function and stage.
                     raise type(err)(f"lowering {name!r}, stage {stage.name}: {err}") from err
-                parts = [(part_name, result)]
+                parts: list[tuple[str, PrimFunc]]
                 if isinstance(result, IRModule):
                     # The host function keeps the source's name; kernels follow it.
                     (_, host), *kernels = result.items()
                     parts = [(part_name, host), *kernels]
+                else:
+                    parts = [(part_name, result)]
                 for out_name, out in parts:
                     _dump(directory, out_name, number, stage.name, out)
                     produced.append((out_name, out))
