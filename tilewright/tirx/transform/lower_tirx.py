@@ -10,7 +10,9 @@ and laid-out buffers as flat 1-D buffers indexed through their layouts.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import cast
 
 from tilewright.ir import (
     Block,
@@ -140,7 +142,7 @@ class _Lowering(Mutator):
                     f"{warps} warps of {WARP_SIZE} threads are {warps * WARP_SIZE} threads"
                 )
         try:
-            body = self.visit(entry.body)
+            body = cast(Stmt, self.visit(entry.body))  # a Mutator maps a statement to one
         finally:
             self.launch = None
         stmt = For(launch.tx, op.convert(0), op.convert(launch.threads), ForKind.THREAD_BINDING,
@@ -202,7 +204,11 @@ class _Lowering(Mutator):
     def _narrowed_by(self, scope: str, launch: _Launch) -> str | None:
         """The innermost enclosing condition that splits the threads of one ``scope``."""
         warp = launch.ids.get("warp_id", (None, 0))[0]
-        uniform = {"thread": launch.thread_vars(), "warp": {warp}, "warpgroup": set()}
+        uniform: dict[str, AbstractSet[Var | None]] = {
+            "thread": launch.thread_vars(),
+            "warp": {warp},
+            "warpgroup": set(),
+        }
         for text, used in reversed(self.narrowing):
             if scope == "cta" or not used <= uniform.get(scope, set()):
                 return text
@@ -223,12 +229,13 @@ class _Lowering(Mutator):
     def _context(self, scope: str, launch: _Launch) -> ExecContext:
         lane = launch.ids.get("lane_id", (None, 0))[0]
         thread = launch.ids.get("thread_id", (None, 0))[0]
-        threads, index = {
+        by_scope: dict[str, tuple[int, PrimExpr | int]] = {
             "thread": (1, 0),
             "warp": (WARP_SIZE, lane if lane is not None else op.floormod(launch.tx, WARP_SIZE)),
             "warpgroup": (WARPGROUP_SIZE, op.floormod(launch.tx, WARPGROUP_SIZE)),
             "cta": (launch.threads, thread if thread is not None else launch.tx),
-        }[scope]
+        }
+        threads, index = by_scope[scope]
         if scope == "warpgroup" and launch.threads == WARPGROUP_SIZE:
             index = thread if thread is not None else launch.tx
         narrowed = self._narrowed_by(scope, launch)
