@@ -213,7 +213,8 @@ def build_gpu_module(
         device_module = OpenCLModule(source.text, types)
     else:
         device_module = SourceModule(source.text, kind)
-    device_module.kernels = source.kernels  # type: ignore[attr-defined]
+    # An extra attribute on whichever module class; GPUModule reads it back with getattr.
+    device_module.kernels = source.kernels  # type: ignore[union-attr]
     module = GPUModule(hosts, device_module, resolved.spelling)
     module.build_times = {
         "codegen": generated - start,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,8 @@ from tilewright.runtime.launch_plan import Launch
 from tilewright.runtime.module import Module
 from tilewright.runtime.ndarray import NDArray
 
-_SCALARS = {
+# Each numpy scalar type converts the argument value itself (or refuses it).
+_SCALARS: dict[str, Callable[[Any], np.generic]] = {
     "bool": np.int8,
     "int8": np.int8,
     "int16": np.int16,
@@ -37,7 +39,8 @@ class OpenCLError(RuntimeError):
 
 
 @functools.cache
-def _runtime() -> tuple[object, object, list[object]]:
+def _runtime() -> tuple[Any, Any, list[Any]]:
+    # Any: pyopencl's module, platform and devices are used dynamically (it is optional).
     try:
         import pyopencl as cl
     except ImportError as err:

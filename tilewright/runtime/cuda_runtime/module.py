@@ -10,6 +10,7 @@ import ctypes
 import dataclasses
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from tilewright.runtime.launch_plan import Launch
 from tilewright.runtime.module import Module
 from tilewright.runtime.ndarray import NDArray
 
-_CTYPES = {
+_CTYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
     "bool": ctypes.c_bool,
     "int8": ctypes.c_int8,
     "int16": ctypes.c_int16,

@@ -11,7 +11,7 @@ import hashlib
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tilewright import config
@@ -111,7 +111,12 @@ def compile_cuda(
     use = compiler
     if use == "auto":
         use = "nvrtc" if _nvrtc() is not None else "nvcc" if nvcc_version() else "cupy"
-    identity = {"nvrtc": nvrtc_version, "nvcc": nvcc_version, "cupy": cupy_nvrtc_version}[use]()
+    versions: dict[str, Callable[[], str | None]] = {
+        "nvrtc": nvrtc_version,
+        "nvcc": nvcc_version,
+        "cupy": cupy_nvrtc_version,
+    }
+    identity = versions[use]()
     if identity is None:
         missing = {
             "nvrtc": "NVRTC could not be loaded (pip install cuda-bindings nvidia-cuda-nvrtc)",
