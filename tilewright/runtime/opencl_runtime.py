@@ -77,11 +77,11 @@ def context(index: int = 0) -> tuple[object, object]:
     cl, platform, devices = _runtime()
     if index >= len(devices):
         raise OpenCLError(
-            f"no OpenCL device {index}: platform {platform.name!r} has {len(devices)}"  # type: ignore[attr-defined]
+            f"no OpenCL device {index}: platform {platform.name!r} has {len(devices)}"
         )
-    ctx = cl.Context([devices[index]])  # type: ignore[attr-defined]
-    props = cl.command_queue_properties.PROFILING_ENABLE  # type: ignore[attr-defined]
-    return ctx, cl.CommandQueue(ctx, properties=props)  # type: ignore[attr-defined]
+    ctx = cl.Context([devices[index]])
+    props = cl.command_queue_properties.PROFILING_ENABLE
+    return ctx, cl.CommandQueue(ctx, properties=props)
 
 
 def device_count() -> int:
@@ -91,7 +91,7 @@ def device_count() -> int:
 
 def device_name(index: int = 0) -> str:
     """The name of OpenCL device ``index``."""
-    return str(_runtime()[2][index].name)  # type: ignore[attr-defined]
+    return str(_runtime()[2][index].name)
 
 
 class CLBuffer:
@@ -108,7 +108,7 @@ class CLBuffer:
         self.index = index
         self.nbytes = int(nbytes)
         ctx, self.queue = context(index)
-        self.buffer = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(self.nbytes, 1))  # type: ignore[attr-defined]
+        self.buffer = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, max(self.nbytes, 1))
 
     def copy_from_host(self, host: np.ndarray) -> None:
         cl = _runtime()[0]
@@ -116,14 +116,14 @@ class CLBuffer:
         if data.nbytes != self.nbytes:
             raise ValueError(f"copy of {data.nbytes} bytes into a {self.nbytes}-byte buffer")
         if self.nbytes:
-            cl.enqueue_copy(self.queue, self.buffer, data, is_blocking=True)  # type: ignore[attr-defined]
+            cl.enqueue_copy(self.queue, self.buffer, data, is_blocking=True)
 
     def copy_to_host(self, host: np.ndarray) -> None:
         cl = _runtime()[0]
         if host.nbytes != self.nbytes or not host.flags.c_contiguous:
             raise ValueError("copy_to_host needs a C-contiguous array of the same byte size")
         if self.nbytes:
-            cl.enqueue_copy(self.queue, host, self.buffer, is_blocking=True)  # type: ignore[attr-defined]
+            cl.enqueue_copy(self.queue, host, self.buffer, is_blocking=True)
 
 
 def to_device(host: np.ndarray, index: int = 0) -> CLBuffer:
@@ -141,8 +141,8 @@ class CLProgram:
         self.index = index
         ctx, self.queue = context(index)
         try:
-            self.program = cl.Program(ctx, source).build()  # type: ignore[attr-defined]
-        except cl.RuntimeError as err:  # type: ignore[attr-defined]
+            self.program = cl.Program(ctx, source).build()
+        except cl.RuntimeError as err:
             raise OpenCLError(
                 f"OpenCL build of kernel {', '.join(kernels)} failed:\n{err}\n--- source ---\n"
                 + "\n".join(f"{i:4d}  {line}" for i, line in enumerate(source.splitlines(), 1))
@@ -174,8 +174,8 @@ class CLProgram:
         kernel.set_args(*values)  # type: ignore[attr-defined]
         size = tuple(g * b for g, b in zip(grid, block))
         try:
-            return cl.enqueue_nd_range_kernel(self.queue, kernel, size, tuple(block))  # type: ignore[attr-defined]
-        except cl.Error as err:  # type: ignore[attr-defined]
+            return cl.enqueue_nd_range_kernel(self.queue, kernel, size, tuple(block))
+        except cl.Error as err:
             raise OpenCLError(f"launch of OpenCL kernel {name} failed: {err}") from None
 
 
