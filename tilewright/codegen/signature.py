@@ -49,7 +49,8 @@ class ParamSpec:
     """One parameter: a buffer (``shape`` set) or a scalar (``shape is None``).
 
     ``strides`` is ``None`` for a compact row-major buffer; ``written`` says whether the
-    kernel stores into the buffer (a read-only array is refused only then).
+    kernel stores into the buffer (a read-only array is refused only then); ``align`` is the
+    byte alignment the kernel's vector accesses need of the buffer's first element.
     """
 
     name: str
@@ -57,6 +58,7 @@ class ParamSpec:
     shape: tuple[Dim, ...] | None = None
     strides: tuple[Dim, ...] | None = None
     written: bool = False
+    align: int = 1
 
     @property
     def is_buffer(self) -> bool:

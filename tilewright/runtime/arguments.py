@@ -110,6 +110,14 @@ def _view(fn: str, p: ParamSpec, arg: object, dev: Device) -> _ArrayView:
         )
     if view.dtype != p.dtype:
         raise TypeError(f"{fn}: argument {p.name} has dtype {view.dtype}, expected {p.dtype}")
+    if p.align > 1:
+        address = _address(view)
+        if address is not None and address % p.align:
+            raise ValueError(
+                f"{fn}: argument {p.name} starts at address {address:#x}, not a multiple of "
+                f"{p.align} bytes, and the kernel accesses it with {p.align}-byte vectors; "
+                "pass an array that starts at its allocation (e.g. a copy)"
+            )
     host = view.host
     if host is not None:
         if p.written and not host.flags.writeable:
@@ -120,6 +128,19 @@ def _view(fn: str, p: ParamSpec, arg: object, dev: Device) -> _ArrayView:
                 "pass numpy.ascontiguousarray(...) or a copy"
             )
     return view
+
+
+def _address(view: _ArrayView) -> int | None:
+    """The address of the first element, where the array kind tells it."""
+    if view.host is not None:
+        return int(view.host.ctypes.data)
+    source: Any = view.source
+    if _is_torch(source):
+        return int(source.data_ptr())
+    try:
+        return int(source.__cuda_array_interface__["data"][0])
+    except (AttributeError, KeyError, TypeError):
+        return None  # e.g. an OpenCL buffer: allocations are aligned, views do not exist
 
 
 def _is_torch(arg: object) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tilewright import config
-from tilewright.codegen.device_printer import DeviceSource
+from tilewright.codegen.device_printer import DeviceSource, vector_accessed_buffers
 from tilewright.codegen.signature import FuncSignature, func_signature
 from tilewright.ir import BufferStore, Call, IRModule, PrimFunc, Var, post_order_visit
 from tilewright.runtime.c_compiler import atomic_write
@@ -70,7 +70,8 @@ class GPUModule(Module):
         self.target = target
         kernels = getattr(device_module, "kernels", {})
         self.signatures = {
-            name: _with_written(func_signature(name, f), f, kernels) for name, f in hosts.items()
+            name: _with_launch_facts(func_signature(name, f), f, kernels)
+            for name, f in hosts.items()
         }
         self.programs = {name: HostProgram(name, f) for name, f in hosts.items()}
         for program in self.programs.values():
@@ -123,12 +124,18 @@ class GPUModule(Module):
         return f"<GPUModule {', '.join(self.signatures)} on {self.imported_modules[0].format}>"
 
 
-def _with_written(
+# Vector accesses of a buffer assume its first element is aligned to the widest vector.
+VECTOR_ALIGN = 16
+
+
+def _with_launch_facts(
     sig: FuncSignature, host: PrimFunc, kernels: dict[str, PrimFunc]
 ) -> FuncSignature:
-    """``sig`` with ``written`` set for each buffer some launched kernel stores into (the host
-    body itself stores nothing)."""
+    """``sig`` with, for each buffer, ``written`` set when some launched kernel stores into it
+    (the host body itself stores nothing) and ``align`` when some kernel reads or writes it
+    with vector accesses."""
     written: set[Var] = set()
+    vectored: set[Var] = set()
 
     def visit(node: object) -> None:
         if not (isinstance(node, Call) and node.op == LAUNCH and node.args):
@@ -136,18 +143,28 @@ def _with_written(
         kernel = kernels.get(getattr(node.args[0], "value", ""))
         if kernel is None:
             return
-        stored = _stored_data(kernel)
+        stored, vector = _stored_data(kernel), vector_accessed_buffers(kernel)
         for param, arg in zip(kernel.params, node.args[8:]):
             buf = kernel.buffer_of(param)
-            if buf is not None and buf.data in stored and isinstance(arg, Var):
+            if buf is None or not isinstance(arg, Var):
+                continue
+            if buf.data in stored:
                 written.add(arg)
+            if buf.data in vector:
+                vectored.add(arg)
 
     post_order_visit(host.body, visit)  # type: ignore[arg-type]
     params = []
     for var, spec in zip(host.params, sig.params):
         buf = host.buffer_of(var)
-        hit = buf is not None and (buf.data in written or var in written)
-        params.append(dataclasses.replace(spec, written=spec.written or hit))
+        keys = {var} if buf is None else {var, buf.data}
+        params.append(
+            dataclasses.replace(
+                spec,
+                written=spec.written or bool(keys & written),
+                align=VECTOR_ALIGN if keys & vectored else spec.align,
+            )
+        )
     return dataclasses.replace(sig, params=tuple(params))
 
 
