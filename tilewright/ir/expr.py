@@ -161,17 +161,17 @@ class BinaryOp(PrimExpr):
 
 @node
 class Add(BinaryOp):
-    pass
+    """``a + b``."""
 
 
 @node
 class Sub(BinaryOp):
-    pass
+    """``a - b``."""
 
 
 @node
 class Mul(BinaryOp):
-    pass
+    """``a * b``."""
 
 
 @node
@@ -196,12 +196,12 @@ class FloorMod(BinaryOp):
 
 @node
 class Min(BinaryOp):
-    pass
+    """The smaller of ``a`` and ``b``."""
 
 
 @node
 class Max(BinaryOp):
-    pass
+    """The larger of ``a`` and ``b``."""
 
 
 @node
@@ -218,32 +218,32 @@ class CmpOp(PrimExpr):
 
 @node
 class EQ(CmpOp):
-    pass
+    """``a == b`` (bool)."""
 
 
 @node
 class NE(CmpOp):
-    pass
+    """``a != b`` (bool)."""
 
 
 @node
 class LT(CmpOp):
-    pass
+    """``a < b`` (bool)."""
 
 
 @node
 class LE(CmpOp):
-    pass
+    """``a <= b`` (bool)."""
 
 
 @node
 class GT(CmpOp):
-    pass
+    """``a > b`` (bool)."""
 
 
 @node
 class GE(CmpOp):
-    pass
+    """``a >= b`` (bool)."""
 
 
 @node
@@ -258,6 +258,8 @@ class Or(CmpOp):
 
 @node
 class Not(PrimExpr):
+    """Logical negation of a bool expression."""
+
     a: PrimExpr
 
     @property

@@ -175,14 +175,17 @@ def _make(cls: type[BinaryOp] | type[CmpOp], a: Operand, b: Operand) -> PrimExpr
 
 
 def add(a: Operand, b: Operand) -> PrimExpr:
+    """``a + b``."""
     return _make(Add, a, b)
 
 
 def sub(a: Operand, b: Operand) -> PrimExpr:
+    """``a - b``."""
     return _make(Sub, a, b)
 
 
 def mul(a: Operand, b: Operand) -> PrimExpr:
+    """``a * b``."""
     return _make(Mul, a, b)
 
 
@@ -192,55 +195,68 @@ def div(a: Operand, b: Operand) -> PrimExpr:
 
 
 def truncdiv(a: Operand, b: Operand) -> PrimExpr:
+    """Integer division rounding toward zero (C's ``/``)."""
     return _make(Div, a, b)
 
 
 def truncmod(a: Operand, b: Operand) -> PrimExpr:
+    """The remainder of ``truncdiv`` (C's ``%``)."""
     return _make(Mod, a, b)
 
 
 def floordiv(a: Operand, b: Operand) -> PrimExpr:
+    """Division rounding toward negative infinity (Python's ``//``)."""
     return _make(FloorDiv, a, b)
 
 
 def floormod(a: Operand, b: Operand) -> PrimExpr:
+    """The remainder of ``floordiv`` (Python's ``%``)."""
     return _make(FloorMod, a, b)
 
 
 def min_value(a: Operand, b: Operand) -> PrimExpr:
+    """The smaller of ``a`` and ``b``."""
     return _make(Min, a, b)
 
 
 def max_value(a: Operand, b: Operand) -> PrimExpr:
+    """The larger of ``a`` and ``b``."""
     return _make(Max, a, b)
 
 
 def neg(a: Operand) -> PrimExpr:
+    """``-a``."""
     x = convert(a)
     return sub(convert(0, x.dtype), x)
 
 
 def eq(a: Operand, b: Operand) -> PrimExpr:
+    """``a == b`` as an IR comparison (Python's ``==`` on nodes is identity)."""
     return _make(EQ, a, b)
 
 
 def ne(a: Operand, b: Operand) -> PrimExpr:
+    """``a != b`` as an IR comparison."""
     return _make(NE, a, b)
 
 
 def lt(a: Operand, b: Operand) -> PrimExpr:
+    """``a < b``."""
     return _make(LT, a, b)
 
 
 def le(a: Operand, b: Operand) -> PrimExpr:
+    """``a <= b``."""
     return _make(LE, a, b)
 
 
 def gt(a: Operand, b: Operand) -> PrimExpr:
+    """``a > b``."""
     return _make(GT, a, b)
 
 
 def ge(a: Operand, b: Operand) -> PrimExpr:
+    """``a >= b``."""
     return _make(GE, a, b)
 
 
@@ -250,6 +266,7 @@ def _as_bool(value: Operand) -> PrimExpr:
 
 
 def logical_and(a: Operand, b: Operand) -> PrimExpr:
+    """``a and b``; constant operands fold (``True and c`` is ``c``)."""
     x, y = _as_bool(a), _as_bool(b)
     if isinstance(x, IntImm):
         return y if x.value else x
@@ -259,6 +276,7 @@ def logical_and(a: Operand, b: Operand) -> PrimExpr:
 
 
 def logical_or(a: Operand, b: Operand) -> PrimExpr:
+    """``a or b``; constant operands fold."""
     x, y = _as_bool(a), _as_bool(b)
     if isinstance(x, IntImm):
         return x if x.value else y
@@ -268,6 +286,7 @@ def logical_or(a: Operand, b: Operand) -> PrimExpr:
 
 
 def logical_not(a: Operand) -> PrimExpr:
+    """``not a``; a constant folds."""
     x = _as_bool(a)
     if isinstance(x, IntImm):
         return IntImm(int(not x.value), bool_)
@@ -275,6 +294,7 @@ def logical_not(a: Operand) -> PrimExpr:
 
 
 def select(condition: Operand, true_value: Operand, false_value: Operand) -> PrimExpr:
+    """``true_value if condition else false_value``; both sides are evaluated."""
     t, f = _binary_operands(true_value, false_value)
     return Select(_as_bool(condition), t, f)
 

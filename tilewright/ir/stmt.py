@@ -45,6 +45,9 @@ class BufferStore(Stmt):
 
 
 class ForKind(enum.Enum):
+    """How a loop runs: in order, across CPU threads, as vector lanes, unrolled, or bound
+    to a GPU thread axis (``For.thread_tag``)."""
+
     SERIAL = "serial"
     PARALLEL = "parallel"
     VECTORIZED = "vectorized"
@@ -66,6 +69,9 @@ class For(Stmt):
 
 
 class IterKind(enum.Enum):
+    """What a block iterator means: a spatial (data-parallel) axis, a reduction, a scan, or
+    an opaque one that no analysis may reorder."""
+
     SPATIAL = "spatial"
     REDUCE = "reduce"
     SCAN = "scan"
@@ -126,6 +132,8 @@ class SeqStmt(Stmt):
 
 @node
 class IfThenElse(Stmt):
+    """``then_case`` when ``condition`` holds, else ``else_case`` (if any)."""
+
     condition: PrimExpr
     then_case: Stmt
     else_case: Stmt | None = None
