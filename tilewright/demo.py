@@ -144,7 +144,7 @@ def _peer_gpu(a_np: np.ndarray, b_np: np.ndarray) -> tuple[str, float] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the demo; returns 0 when the kernel matches numpy. Example: ``main(["--size", "512"])``."""
+    """Run the demo; 0 when the kernel matches numpy. Example: ``main(["--size", "512"])``."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=1024, help="matrix size (default 1024)")
     parser.add_argument("--cpu", action="store_true", help="use the CPU even if a GPU is present")
