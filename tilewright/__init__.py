@@ -35,7 +35,6 @@ _SUBMODULES = (
     "codegen",
     "config",
     "ir",
-    "meta_schedule",
     "nd",
     "runtime",
     "script",
