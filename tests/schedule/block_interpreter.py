@@ -116,7 +116,7 @@ class _Translator:
             return f"_MATH[{e.op!r}]({', '.join(args)})"
         if isinstance(e, ir.Let):
             return f"(({self.name(e.var)} := {self.expr(e.value)}), {self.expr(e.body)})[1]"
-        raise NotImplementedError(f"interpreter: {type(e).__name__}")
+        raise TypeError(f"interpreter: cannot execute {type(e).__name__}")
 
     def indices(self, buf: Buffer, indices: tuple[ir.PrimExpr, ...]) -> str:
         assert len(indices) == len(buf.shape), buf.name

@@ -245,4 +245,4 @@ class _Machine:
         args = [self.eval(a) for a in call.args]
         if call.op in _UNARY:
             return np_dtype(call.dtype).type(_UNARY[call.op](*args))
-        raise NotImplementedError(f"interpreter: intrinsic {call.op}")
+        raise TypeError(f"interpreter: cannot execute intrinsic {call.op}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tilewright.arith.const_int_bound import NEG_INF, POS_INF, Bounds
 from tilewright.arith.linear_form import Key, LinearForm, build, is_linear_dtype, to_form
@@ -28,18 +29,15 @@ class DivModRules:
     whatever the signs, and bounds decide when ``r // c`` is a constant.
     """
 
-    # Provided by Rewriter.
-    def __call__(self, expr: PrimExpr) -> PrimExpr:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # provided by Rewriter, the class this one is mixed into
 
-    def bound(self, expr: PrimExpr) -> Bounds:
-        raise NotImplementedError
+        def __call__(self, expr: PrimExpr) -> PrimExpr: ...
 
-    def _operands(self, e: BinaryOp) -> tuple[PrimExpr, PrimExpr, PrimExpr | None]:
-        raise NotImplementedError
+        def bound(self, expr: PrimExpr) -> Bounds: ...
 
-    def _nonlinear(self, e: BinaryOp, a: PrimExpr, b: PrimExpr) -> PrimExpr:
-        raise NotImplementedError
+        def _operands(self, e: BinaryOp) -> tuple[PrimExpr, PrimExpr, PrimExpr | None]: ...
+
+        def _nonlinear(self, e: BinaryOp, a: PrimExpr, b: PrimExpr) -> PrimExpr: ...
 
     def finish(self, form: LinearForm) -> PrimExpr:
         """Build ``form`` after merging ``x // c * c + x % c`` pairs back into ``x``."""

@@ -11,6 +11,7 @@ becomes one vector load/store; other vector statements fall back to a loop over 
 from __future__ import annotations
 
 import dataclasses
+from abc import ABCMeta, abstractmethod
 from typing import ClassVar, TypeVar, cast
 
 from tilewright.codegen.c_like import PREC_UNARY, CLikePrinter, CodegenError, Expr
@@ -61,7 +62,7 @@ def thread_extents(func: PrimFunc) -> dict[str, int]:
     return out
 
 
-class DevicePrinter(CLikePrinter):
+class DevicePrinter(CLikePrinter, metaclass=ABCMeta):
     """A C-like printer for one GPU kernel; language subclasses fill the tables."""
 
     # thread tag → the expression giving that index in the language
@@ -240,14 +241,17 @@ class DevicePrinter(CLikePrinter):
     def vector_operator_used(self, vtype: str, lanes: int, symbol: str) -> None:
         """Called when an operator on ``vtype`` is printed (CUDA defines them on demand)."""
 
+    @abstractmethod
     def vector_load(self, pointer: str, vtype: str, data: Var, lanes: int) -> str:
-        raise NotImplementedError
+        """The language's spelling of this vector operation."""
 
+    @abstractmethod
     def vector_store(self, pointer: str, value: str, vtype: str, data: Var, lanes: int) -> str:
-        raise NotImplementedError
+        """The language's spelling of this vector operation."""
 
+    @abstractmethod
     def broadcast(self, scalar: str, vtype: str, lanes: int) -> str:
-        raise NotImplementedError
+        """The language's spelling of this vector operation."""
 
     # ---- the kernel --------------------------------------------------------------------------
 
@@ -272,10 +276,11 @@ class DevicePrinter(CLikePrinter):
         hoisted = ["  " + line for line in self.hoisted]
         return "\n".join([head, *hoisted, *self.lines, "}"])
 
+    @abstractmethod
     def kernel_head(
         self, name: str, func: PrimFunc, params: list[tuple[Var, str, str | None]]
     ) -> str:
-        raise NotImplementedError
+        """The kernel's signature line, ending with ``{``."""
 
     def scalar_param(self, var: Var, cname: str) -> str:
         return f"{self.value_type(var.dtype)} {cname}"

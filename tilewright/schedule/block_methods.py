@@ -37,17 +37,17 @@ class BlockMethods:
 
     _state: ScheduleState
 
-    def _record(
-        self,
-        kind: str,
-        inputs: Sequence[object],
-        attrs: Sequence[object],
-        outputs: Sequence[Ref] = (),
-    ) -> None:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # provided by Schedule, the class this one is mixed into
 
-    def _target(self, ref: BlockArg | LoopRV) -> BlockRV | LoopRV:
-        raise NotImplementedError
+        def _record(
+            self,
+            kind: str,
+            inputs: Sequence[object],
+            attrs: Sequence[object],
+            outputs: Sequence[Ref] = (),
+        ) -> None: ...
+
+        def _target(self, ref: BlockArg | LoopRV) -> BlockRV | LoopRV: ...
 
     def _block(self, block: BlockArg, primitive: str):
         target = self._target(block)

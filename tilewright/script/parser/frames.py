@@ -9,6 +9,7 @@ on. The parser dispatches on these classes with ``isinstance``; no state is glob
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -159,7 +160,7 @@ class BufferDecl:
     source: object = None
 
 
-class EnclosingDirective:
+class EnclosingDirective(ABC):
     """A ``T.`` call whose statement encloses the rest of the body (the tile layer's
     ``T.device_entry()`` and ``T.cta_id([...])``); subclasses live with their namespace.
 
@@ -167,8 +168,9 @@ class EnclosingDirective:
     returns the value those names bind and a function wrapping the rest of the body.
     """
 
+    @abstractmethod
     def enclose(self, names: list[str] | None) -> tuple[object, Callable[[Stmt], Stmt]]:
-        raise NotImplementedError
+        """The value bound to ``names`` and the wrapper of the rest of the body."""
 
 
 @dataclass(frozen=True)
