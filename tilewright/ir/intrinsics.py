@@ -1,0 +1,214 @@
+"""Intrinsic names → their definitions: the one table of every ``Call`` op the IR knows.
+
+A ``Call`` names its intrinsic by a string (``Call(int32, "tw.sync_threads", ())``). Each
+intrinsic is defined here once: its name, how many arguments it takes, how its result dtype
+follows from the arguments, and whether it has effects (a barrier, a copy, a launch) that
+keep it in place where a pure call could be moved or removed. The code generators hold the
+per-backend spelling (``codegen/*.py`` ``emitters`` tables); passes and the runtime refer to an
+intrinsic through the constants below, never through a string literal.
+
+Example::
+
+    >>> from tilewright.ir import intrinsics
+    >>> intrinsics.lookup("tir.exp").effect
+    <Effect.PURE: 'pure'>
+    >>> intrinsics.SYNC_THREADS.call()          # Evaluate(Call(int32, "tw.sync_threads", ()))
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from tilewright.ir.buffer import Buffer
+from tilewright.ir.dtype import DataType, handle, int32
+from tilewright.ir.expr import BufferLoad, Call, IntImm, PrimExpr
+from tilewright.ir.stmt import Evaluate
+
+
+class Effect(enum.Enum):
+    """What a call does besides computing its value."""
+
+    PURE = "pure"  # a function of its arguments: may be moved, merged or removed
+    READ = "read"  # reads memory (an address), so it stays after the writes it follows
+    WRITE = "write"  # writes memory
+    BARRIER = "barrier"  # orders the memory accesses of several threads
+    LAUNCH = "launch"  # runs a kernel (host side)
+
+
+class ResultType(enum.Enum):
+    """How the result dtype follows from the arguments."""
+
+    FIRST_ARG = "first_arg"  # the dtype of the first argument (math)
+    SECOND_ARG = "second_arg"  # the dtype of the second argument (if_then_else's branches)
+    INT32 = "int32"  # a status or nothing (statements evaluated for their effect)
+    HANDLE = "handle"  # an address
+    GIVEN = "given"  # given by the caller (``T.call_intrin(dtype, ...)``)
+
+
+@dataclass(frozen=True)
+class Intrinsic:
+    """One intrinsic: ``arity`` is the argument count (None: any, at least ``min_args``)."""
+
+    name: str
+    arity: int | None
+    result: ResultType
+    effect: Effect = Effect.PURE
+    doc: str = ""
+    aliases: tuple[str, ...] = ()
+    min_args: int = 0
+
+    def result_dtype(self, args: tuple[PrimExpr, ...], given: DataType | None = None) -> DataType:
+        """The dtype a call with ``args`` returns. Example: ``EXP.result_dtype((x,))``."""
+        if self.result is ResultType.INT32:
+            return int32
+        if self.result is ResultType.HANDLE:
+            return handle
+        if self.result is ResultType.GIVEN:
+            if given is None:
+                raise TypeError(f"intrinsic {self.name!r} needs a result dtype")
+            return given
+        index = 0 if self.result is ResultType.FIRST_ARG else 1
+        if len(args) <= index:
+            raise TypeError(f"intrinsic {self.name!r} takes its dtype from argument {index + 1}")
+        return args[index].dtype
+
+    def check_arity(self, count: int) -> None:
+        """Raise ``TypeError`` when ``count`` arguments do not fit this intrinsic."""
+        if self.arity is not None and count != self.arity:
+            raise TypeError(f"intrinsic {self.name!r} takes {self.arity} arguments, got {count}")
+        if count < self.min_args:
+            raise TypeError(
+                f"intrinsic {self.name!r} takes at least {self.min_args} arguments, got {count}"
+            )
+
+    def call(self, *args: PrimExpr, dtype: DataType | None = None) -> Call:
+        """The ``Call`` of this intrinsic on ``args`` (arity and dtype checked)."""
+        self.check_arity(len(args))
+        return Call(self.result_dtype(args, dtype), self.name, tuple(args))
+
+    def stmt(self, *args: PrimExpr) -> Evaluate:
+        """The call as a statement, evaluated for its effect."""
+        return Evaluate(self.call(*args))
+
+    def matches(self, node: object) -> bool:
+        """Whether ``node`` is a ``Call`` of this intrinsic, or an ``Evaluate`` of one."""
+        if isinstance(node, Evaluate):
+            node = node.value
+        return isinstance(node, Call) and lookup_or_none(node.op) is self
+
+
+def _math(name: str, arity: int) -> Intrinsic:
+    return Intrinsic(name, arity, ResultType.FIRST_ARG, doc="elementwise math")
+
+
+# Math intrinsics taking and returning one floating-point value (integers are promoted).
+UNARY_MATH = (
+    "exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos",
+    "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "sigmoid", "erf", "floor", "ceil",
+    "round", "trunc", "nearbyint", "abs", "fabs",
+)  # fmt: skip
+BINARY_MATH = ("pow", "atan2", "fmod", "hypot", "copysign")
+BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right")
+
+IF_THEN_ELSE = Intrinsic(
+    "if_then_else", 3, ResultType.SECOND_ARG, doc="the chosen branch only is evaluated"
+)
+LIKELY = Intrinsic("likely", 1, ResultType.FIRST_ARG, doc="a branch hint; the value itself")
+BITWISE_NOT = Intrinsic("bitwise_not", 1, ResultType.FIRST_ARG)
+SYNC_THREADS = Intrinsic(
+    "tw.sync_threads",
+    0,
+    ResultType.INT32,
+    Effect.BARRIER,
+    "the block-wide barrier (__syncthreads(), barrier(CLK_LOCAL_MEM_FENCE))",
+    aliases=("tvm_storage_sync",),
+)
+CTA_SYNC = Intrinsic(
+    "tw.cuda.cta_sync", 0, ResultType.INT32, Effect.BARRIER, "the tile layer's CTA barrier"
+)
+ADDRESS_OF = Intrinsic(
+    "tw.address_of", 1, ResultType.HANDLE, doc="&buf[i] of a 1-D buffer (argument: the load)"
+)
+COPY_BYTES = Intrinsic(
+    "tw.cuda.copy_bytes",
+    3,
+    ResultType.INT32,
+    Effect.WRITE,
+    "copy n (1, 2, 4, 8 or 16) aligned bytes from address src to dst as one transfer",
+)
+LAUNCH_KERNEL = Intrinsic(
+    "tw.launch_kernel",
+    None,
+    ResultType.INT32,
+    Effect.LAUNCH,
+    "host side: (name, grid x y z, block x y z, dynamic shared bytes, *kernel arguments)",
+    min_args=8,
+)
+
+# The table: every intrinsic, once.
+INTRINSICS: tuple[Intrinsic, ...] = (
+    *(_math(name, 1) for name in UNARY_MATH),
+    *(_math(name, 2) for name in BINARY_MATH),
+    *(Intrinsic(name, 2, ResultType.FIRST_ARG) for name in BITWISE),
+    BITWISE_NOT,
+    IF_THEN_ELSE,
+    LIKELY,
+    SYNC_THREADS,
+    CTA_SYNC,
+    ADDRESS_OF,
+    COPY_BYTES,
+    LAUNCH_KERNEL,
+)
+
+_BY_NAME: dict[str, Intrinsic] = {
+    key: intrinsic for intrinsic in INTRINSICS for key in (intrinsic.name, *intrinsic.aliases)
+}
+COPY_WIDTHS = (16, 8, 4, 2, 1)
+
+
+def lookup_or_none(name: str) -> Intrinsic | None:
+    """The intrinsic called ``name`` (TVM's ``tir.`` prefix accepted), or None."""
+    return _BY_NAME.get(name.removeprefix("tir."))
+
+
+def lookup(name: str) -> Intrinsic:
+    """The intrinsic called ``name``; ``KeyError`` naming close names when there is none.
+
+    Example: ``lookup("tir.if_then_else") is IF_THEN_ELSE``.
+    """
+    found = lookup_or_none(name)
+    if found is None:
+        import difflib
+
+        close = difflib.get_close_matches(name.removeprefix("tir."), list(_BY_NAME), n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise KeyError(f"no intrinsic named {name!r}{hint}")
+    return found
+
+
+def is_call(node: object, *intrinsics: Intrinsic) -> bool:
+    """Whether ``node`` is a ``Call`` (or ``Evaluate`` of one) of one of ``intrinsics``."""
+    return any(i.matches(node) for i in intrinsics)
+
+
+def address_of(buffer: Buffer, index: PrimExpr | int) -> Call:
+    """``&buffer[index]`` of a 1-D buffer. Example: ``address_of(A_1, f * 128)``."""
+    from tilewright.ir import op
+
+    return ADDRESS_OF.call(BufferLoad(buffer, (op.convert(index),)))
+
+
+def copy_bytes(dst: PrimExpr, src: PrimExpr, nbytes: int) -> Evaluate:
+    """The statement copying ``nbytes`` from address ``src`` to ``dst`` as one transfer.
+
+    Example: ``copy_bytes(address_of(S, i), address_of(A, i), 16)``.
+    """
+    if nbytes not in COPY_WIDTHS:
+        raise ValueError(f"copy_bytes moves 1, 2, 4, 8 or 16 bytes, got {nbytes}")
+    return COPY_BYTES.stmt(dst, src, IntImm(nbytes, int32))
+
+
+def sync_threads() -> Evaluate:
+    """The block-wide barrier statement (``__syncthreads()`` in CUDA)."""
+    return SYNC_THREADS.stmt()
