@@ -266,7 +266,7 @@ def c_symbol(name: str) -> str:
         ('matmul', 'main_kernel')
     """
     text = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "func"
-    math_names = {t.split("(")[0] for pair in CLikePrinter.intrinsics.values() for t in pair}
+    math_names = {t.split("(")[0] for pair in CLikePrinter.math_templates.values() for t in pair}
     if text[0].isdigit() or text.startswith("tw_") or text in _RESERVED_SYMBOLS | math_names:
         text = f"{text}_kernel"
     return text

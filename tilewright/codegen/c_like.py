@@ -52,10 +52,12 @@ from tilewright.ir import (
     Sub,
     Var,
     decl_buffer,
+    intrinsics,
     op,
     post_order_visit,
 )
 from tilewright.ir.dtype import int32
+from tilewright.ir.intrinsics import Intrinsic
 from tilewright.ir.stmt import (
     AttrStmt,
     BufferStore,
@@ -70,6 +72,20 @@ from tilewright.ir.stmt import (
 
 class CodegenError(ValueError):
     """A program the target's code generator cannot express; the message names the place."""
+
+
+# How a printer spells one intrinsic: as an expression, or as a statement of its own.
+Emitter = Callable[["CLikePrinter", Call], "Expr"]
+StatementEmitter = Callable[["CLikePrinter", Call], None]
+
+
+def _infix(symbol: str, prec: int) -> Emitter:
+    def emit(p: CLikePrinter, e: Call) -> Expr:
+        return Expr(
+            f"{p.operand(e.args[0], prec)} {symbol} {p.operand(e.args[1], prec, True)}", prec
+        )
+
+    return emit
 
 
 # C operator precedence, higher binds tighter.
@@ -143,8 +159,8 @@ class CLikePrinter:
     }
     # dtype → the C type of a buffer element, where it differs from the value type.
     storage_types: ClassVar[dict[str, str]] = {}
-    # intrinsic → (float32 template, float64 template); {0}, {1} are the printed arguments.
-    intrinsics: ClassVar[dict[str, tuple[str, str]]] = {
+    # math intrinsic → (float32 template, float64 template); {0}, {1} are the printed arguments.
+    math_templates: ClassVar[dict[str, tuple[str, str]]] = {
         **{name: (name + "f({0})", name + "({0})") for name in (
             "exp", "exp2", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
             "sinh", "cosh", "tanh", "asin", "acos", "atan", "erf", "floor", "ceil", "trunc",
@@ -161,13 +177,19 @@ class CLikePrinter:
         "isinf": ("isinf({0})", "isinf({0})"),
         "isfinite": ("isfinite({0})", "isfinite({0})"),
     }  # fmt: skip
-    bitwise: ClassVar[dict[str, tuple[str, int]]] = {
-        "bitwise_and": ("&", 8),
-        "bitwise_or": ("|", 6),
-        "bitwise_xor": ("^", 7),
-        "shift_left": ("<<", 11),
-        "shift_right": (">>", 11),
-    }
+    # Every other intrinsic this language prints: the intrinsic → a function of the printer and
+    # the call returning the printed expression (a subclass extends the table).
+    emitters: ClassVar[dict[Intrinsic, Emitter]] = {
+        intrinsics.IF_THEN_ELSE: lambda p, e: p.ternary(*e.args),
+        intrinsics.LIKELY: lambda p, e: p.expr(e.args[0]),
+        intrinsics.BITWISE_NOT: lambda p, e: Expr(f"~{p.operand(e.args[0], PREC_UNARY)}", PREC_UNARY),
+        **{intrinsics.lookup(name): _infix(sym, prec) for name, (sym, prec) in (
+            ("bitwise_and", ("&", 8)), ("bitwise_or", ("|", 6)), ("bitwise_xor", ("^", 7)),
+            ("shift_left", ("<<", 11)), ("shift_right", (">>", 11)))},
+    }  # fmt: skip
+    # Intrinsics evaluated as statements for their effect (barriers, copies): the intrinsic →
+    # a function of the printer and the call that emits the statement's lines.
+    statement_emitters: ClassVar[dict[Intrinsic, StatementEmitter]] = {}
 
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -391,29 +413,25 @@ class CLikePrinter:
     def expr_Call(self, e: Call) -> Expr:
         if e.dtype.lanes != 1:
             raise self.vector_error(e)
+        intrinsic = intrinsics.lookup_or_none(e.op)
+        emitter = self.emitters.get(intrinsic) if intrinsic is not None else None
+        if emitter is None and intrinsic is not None and intrinsic.name in self.math_templates:
+            emitter = CLikePrinter.emit_math
+        if emitter is None:
+            raise CodegenError(
+                f"{self.func_name}: intrinsic {e.op!r} is not supported by the {self.target_name} "
+                "target"
+            )
+        return emitter(self, e)
+
+    def emit_math(self, e: Call) -> Expr:
         name = e.op.removeprefix("tir.")
-        args = e.args
-        if name == "if_then_else":
-            return self.ternary(*args)
-        if name == "likely":
-            return self.expr(args[0])
-        if name in self.bitwise:
-            sym, prec = self.bitwise[name]
-            return Expr(f"{self.operand(args[0], prec)} {sym} {self.operand(args[1], prec, True)}",
-                        prec)  # fmt: skip
-        if name == "bitwise_not":
-            return Expr(f"~{self.operand(args[0], PREC_UNARY)}", PREC_UNARY)
         if name in ("abs", "fabs") and not e.dtype.is_float:
             return self.int_abs(e)
-        if name in self.intrinsics:
-            return self.round_value(self.call_intrinsic(name, e.dtype, args), e.dtype)
-        raise CodegenError(
-            f"{self.func_name}: intrinsic {e.op!r} is not supported by the {self.target_name} "
-            "target"
-        )
+        return self.round_value(self.call_intrinsic(name, e.dtype, e.args), e.dtype)
 
     def call_intrinsic(self, name: str, dtype: DataType, args: tuple[PrimExpr, ...]) -> Expr:
-        single, double = self.intrinsics[name]
+        single, double = self.math_templates[name]
         template = double if args and args[0].dtype.bits == 64 else single
         return Expr(template.format(*(self.expr_text(a) for a in args)))
 
@@ -518,6 +536,12 @@ class CLikePrinter:
     def stmt_Evaluate(self, s: Evaluate) -> None:
         if isinstance(s.value, IntImm):
             return
+        if isinstance(s.value, Call):
+            intrinsic = intrinsics.lookup_or_none(s.value.op)
+            statement = self.statement_emitters.get(intrinsic) if intrinsic else None
+            if statement is not None:
+                statement(self, s.value)
+                return
         self.emit(f"{self.expr_text(s.value)};")
 
     def stmt_IfThenElse(self, s: IfThenElse) -> None:

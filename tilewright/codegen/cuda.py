@@ -10,9 +10,9 @@ takes the next 16-byte aligned offset in it.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import ClassVar, cast
 
-from tilewright.codegen.c_like import PREC_UNARY, CodegenError, Expr
+from tilewright.codegen.c_like import PREC_UNARY, CodegenError, Emitter, Expr, StatementEmitter
 from tilewright.codegen.device_printer import (
     DevicePrinter,
     DeviceSource,
@@ -23,14 +23,15 @@ from tilewright.ir import (
     BufferLoad,
     Call,
     DataType,
-    Evaluate,
     FloatImm,
     IntImm,
     IRModule,
     Let,
     PrimFunc,
     Var,
+    intrinsics,
 )
+from tilewright.ir.intrinsics import Intrinsic
 
 _INT_TYPES = {
     "bool": "bool",
@@ -110,7 +111,7 @@ class CUDAPrinter(DevicePrinter):
         if not (dtype.is_float and dtype.bits == 16):
             return super().call_intrinsic(name, dtype, args)
         # CUDA's math library works in float: convert in, and the result back to half.
-        single = self.intrinsics[name][0]
+        single = self.math_templates[name][0]
         texts = [f"(float){self.operand(a, PREC_UNARY)}" for a in args]
         return Expr(f"(({self.value_type(dtype)}){single.format(*texts)})")
 
@@ -126,26 +127,28 @@ class CUDAPrinter(DevicePrinter):
         body = self.expr_text(e.body)
         return Expr(f"[&]() {{ {ctype} {name} = {value}; return {body}; }}()")
 
-    def expr_Call(self, e: Call) -> Expr:
-        if e.op == "tw.address_of" and len(e.args) == 1 and isinstance(e.args[0], BufferLoad):
-            return Expr(f"&{self.expr_text(e.args[0])}", PREC_UNARY)
-        return super().expr_Call(e)
+    def emit_address_of(self, e: Call) -> Expr:
+        if not isinstance(e.args[0], BufferLoad):
+            raise CodegenError(f"{self.func_name}: {e.op} takes a buffer element, not {e.args[0]}")
+        return Expr(f"&{self.expr_text(e.args[0])}", PREC_UNARY)
 
-    def stmt_Evaluate(self, s: Evaluate) -> None:
-        call = s.value
-        if isinstance(call, Call) and call.op == "tw.cuda.copy_bytes":
-            dst, src, size = call.args
-            if not isinstance(size, IntImm) or size.value not in _COPY_TYPES:
-                raise CodegenError(
-                    f"{self.func_name}: tw.cuda.copy_bytes copies 1, 2, 4, 8 or 16 bytes, "
-                    f"not {size}"
-                )
-            ctype = _COPY_TYPES[size.value]
-            self.emit(
-                f"*({ctype}*)({self.expr_text(dst)}) = *(const {ctype}*)({self.expr_text(src)});"
+    def emit_copy_bytes(self, call: Call) -> None:
+        dst, src, size = call.args
+        if not isinstance(size, IntImm) or size.value not in _COPY_TYPES:
+            raise CodegenError(
+                f"{self.func_name}: {call.op} copies 1, 2, 4, 8 or 16 bytes, not {size}"
             )
-            return
-        super().stmt_Evaluate(s)
+        ctype = _COPY_TYPES[size.value]
+        self.emit(f"*({ctype}*)({self.expr_text(dst)}) = *(const {ctype}*)({self.expr_text(src)});")
+
+    emitters: ClassVar[dict[Intrinsic, Emitter]] = {
+        **DevicePrinter.emitters,
+        intrinsics.ADDRESS_OF: lambda p, e: cast(CUDAPrinter, p).emit_address_of(e),
+    }
+    statement_emitters: ClassVar[dict[Intrinsic, StatementEmitter]] = {
+        **DevicePrinter.statement_emitters,
+        intrinsics.COPY_BYTES: lambda p, e: cast(CUDAPrinter, p).emit_copy_bytes(e),
+    }
 
     def vector_arithmetic(self, dtype: DataType, lanes: int) -> bool:
         return (str(dtype.element), lanes) not in _RAW_VECTORS

@@ -14,7 +14,14 @@ import dataclasses
 from abc import ABCMeta, abstractmethod
 from typing import ClassVar, TypeVar, cast
 
-from tilewright.codegen.c_like import PREC_UNARY, CLikePrinter, CodegenError, Expr
+from tilewright.codegen.c_like import (
+    PREC_UNARY,
+    CLikePrinter,
+    CodegenError,
+    Emitter,
+    Expr,
+    StatementEmitter,
+)
 from tilewright.ir import (
     Add,
     BinaryOp,
@@ -33,13 +40,13 @@ from tilewright.ir import (
     Ramp,
     Sub,
     Var,
+    intrinsics,
     post_order_visit,
 )
-from tilewright.ir.stmt import Allocate, Attrs, BufferStore, Evaluate, For, ForKind
+from tilewright.ir.intrinsics import Intrinsic
+from tilewright.ir.stmt import Allocate, Attrs, BufferStore, For, ForKind
 from tilewright.transform import is_aligned_ramp
 
-# The barrier intrinsic the GPU lowering emits (and TVM's spelling of it).
-SYNC_THREADS = ("tw.sync_threads", "tvm_storage_sync", "tir.tvm_storage_sync")
 THREAD_TAGS = tuple(f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for axis in "xyz")
 _VECTOR_OPS = {Add: "+", Sub: "-", Mul: "*", Div: "/"}
 
@@ -106,18 +113,18 @@ class DevicePrinter(CLikePrinter, metaclass=ABCMeta):
 
     # ---- intrinsics ------------------------------------------------------------------------
 
-    def expr_Call(self, e: Call) -> Expr:
-        if e.op in SYNC_THREADS:
-            return Expr(self.barrier)
-        if e.op == "tw.launch_kernel":
-            raise CodegenError(f"{self.func_name}: tw.launch_kernel belongs to the host function")
-        return super().expr_Call(e)
+    def emit_host_only(self, e: Call) -> Expr:
+        raise CodegenError(f"{self.func_name}: {e.op} belongs to the host function")
 
-    def stmt_Evaluate(self, s: Evaluate) -> None:
-        if isinstance(s.value, Call) and s.value.op in SYNC_THREADS:
-            self.emit(f"{self.barrier};")
-            return
-        super().stmt_Evaluate(s)
+    emitters: ClassVar[dict[Intrinsic, Emitter]] = {
+        **CLikePrinter.emitters,
+        intrinsics.SYNC_THREADS: lambda p, e: Expr(cast(DevicePrinter, p).barrier),
+        intrinsics.LAUNCH_KERNEL: lambda p, e: cast(DevicePrinter, p).emit_host_only(e),
+    }
+    statement_emitters: ClassVar[dict[Intrinsic, StatementEmitter]] = {
+        **CLikePrinter.statement_emitters,
+        intrinsics.SYNC_THREADS: lambda p, e: p.emit(f"{cast(DevicePrinter, p).barrier};"),
+    }
 
     # ---- loops and threads -------------------------------------------------------------------
 
@@ -296,8 +303,8 @@ def vector_accessed_buffers(func: PrimFunc) -> set[Var]:
             isinstance(i, Ramp) for i in node.indices
         ):
             found.add(node.buffer.data)
-        if isinstance(node, Call) and node.op == "tw.address_of":
-            for arg in node.args:
+        if intrinsics.ADDRESS_OF.matches(node):
+            for arg in cast(Call, node).args:
                 if isinstance(arg, BufferLoad):
                     found.add(arg.buffer.data)
 

@@ -44,7 +44,7 @@ class MetalPrinter(DevicePrinter):
     restrict = ""
     helper_qualifier = "inline"
     value_types: ClassVar[dict[str, str]] = _TYPES
-    intrinsics: ClassVar[dict[str, tuple[str, str]]] = {
+    math_templates: ClassVar[dict[str, tuple[str, str]]] = {
         **{name: (f"{name}({{0}})", f"{name}({{0}})") for name in _UNARY},
         **{name: (f"{name}({{0}}, {{1}})", f"{name}({{0}}, {{1}})") for name in _BINARY},
         "abs": ("fabs({0})", "fabs({0})"),

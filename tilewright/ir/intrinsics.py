@@ -21,7 +21,7 @@ import enum
 from dataclasses import dataclass
 
 from tilewright.ir.buffer import Buffer
-from tilewright.ir.dtype import DataType, handle, int32
+from tilewright.ir.dtype import DataType, bool_, handle, int32
 from tilewright.ir.expr import BufferLoad, Call, IntImm, PrimExpr
 from tilewright.ir.stmt import Evaluate
 
@@ -44,6 +44,7 @@ class ResultType(enum.Enum):
     INT32 = "int32"  # a status or nothing (statements evaluated for their effect)
     HANDLE = "handle"  # an address
     GIVEN = "given"  # given by the caller (``T.call_intrin(dtype, ...)``)
+    BOOL = "bool"  # a predicate
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,8 @@ class Intrinsic:
             return int32
         if self.result is ResultType.HANDLE:
             return handle
+        if self.result is ResultType.BOOL:
+            return bool_
         if self.result is ResultType.GIVEN:
             if given is None:
                 raise TypeError(f"intrinsic {self.name!r} needs a result dtype")
@@ -109,6 +112,7 @@ UNARY_MATH = (
     "round", "trunc", "nearbyint", "abs", "fabs",
 )  # fmt: skip
 BINARY_MATH = ("pow", "atan2", "fmod", "hypot", "copysign")
+FLOAT_PREDICATES = ("isnan", "isinf", "isfinite")
 BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right")
 
 IF_THEN_ELSE = Intrinsic(
@@ -151,6 +155,7 @@ INTRINSICS: tuple[Intrinsic, ...] = (
     *(_math(name, 1) for name in UNARY_MATH),
     *(_math(name, 2) for name in BINARY_MATH),
     *(Intrinsic(name, 2, ResultType.FIRST_ARG) for name in BITWISE),
+    *(Intrinsic(name, 1, ResultType.BOOL, doc="float predicate") for name in FLOAT_PREDICATES),
     BITWISE_NOT,
     IF_THEN_ELSE,
     LIKELY,
