@@ -1,8 +1,8 @@
 """Code generation: lowered IR → source text for C, CUDA, OpenCL and Metal (one shared printer).
 
 GPU kernels are device PrimFuncs (``tir.is_kernel``) whose thread-bound loops bind a variable
-to the thread index; the barrier is ``intrinsics.SYNC_THREADS`` (TVM's ``tvm_storage_sync`` is accepted
-too).
+to the thread index; the barrier is ``intrinsics.SYNC_THREADS`` (TVM's ``tvm_storage_sync``
+is accepted too).
 Each printer spells an intrinsic of ``tilewright.ir.intrinsics`` through its ``emitters``
 (expressions) and ``statement_emitters`` (statements) tables.
 """

@@ -182,7 +182,8 @@ class CLikePrinter:
     emitters: ClassVar[dict[Intrinsic, Emitter]] = {
         intrinsics.IF_THEN_ELSE: lambda p, e: p.ternary(*e.args),
         intrinsics.LIKELY: lambda p, e: p.expr(e.args[0]),
-        intrinsics.BITWISE_NOT: lambda p, e: Expr(f"~{p.operand(e.args[0], PREC_UNARY)}", PREC_UNARY),
+        intrinsics.BITWISE_NOT: lambda p, e: Expr(
+            f"~{p.operand(e.args[0], PREC_UNARY)}", PREC_UNARY),
         **{intrinsics.lookup(name): _infix(sym, prec) for name, (sym, prec) in (
             ("bitwise_and", ("&", 8)), ("bitwise_or", ("|", 6)), ("bitwise_xor", ("^", 7)),
             ("shift_left", ("<<", 11)), ("shift_right", (">>", 11)))},
