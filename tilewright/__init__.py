@@ -32,6 +32,8 @@ __version__ = "0.1.0"
 # packages can refer to each other in pipeline order without import cycles.
 _SUBMODULES = (
     "arith",
+    "artifact",
+    "backend",
     "codegen",
     "config",
     "ir",
@@ -46,6 +48,8 @@ _SUBMODULES = (
 _NAMES = {
     "IRModule": ("tilewright.ir", "IRModule"),
     "build": ("tilewright.driver", "build"),
+    "build_artifact": ("tilewright.driver", "build_artifact"),
+    "build_lowered": ("tilewright.driver", "build_lowered"),
     "lower": ("tilewright.driver", "lower"),
     "cpu": ("tilewright.runtime", "cpu"),
     "cuda": ("tilewright.runtime", "cuda"),

@@ -1,12 +1,25 @@
-"""``build`` and ``lower``: an IRModule and a target in, a runnable module (or lowered IR) out."""
+"""``build``, ``build_artifact`` and ``lower``: an IRModule and a target in, a runnable module,
+a loadable artifact, or lowered IR out.
+
+A build is one named list of stages, the same for every target kind: the tile layer's
+lowering (``lower_tirx``, for programs that use it), the backend's lowering passes, code
+generation, compilation and loading. The backend table (``tilewright.backend``) says what
+each stage does for the target's kind. Every stage is timed (``rt_mod.build_times``,
+``rt_mod.build_report()``), dumped under ``TILEWRIGHT_DUMP_DIR`` when it is set (the input
+program as ``<function>.00_input.txt``, then one file per stage, the source last), and an
+error raised in a stage keeps its type and message and gains a note naming the stage and the
+function.
+"""
 
 from __future__ import annotations
 
+from tilewright.artifact import Artifact
+from tilewright.backend import Backend, backend_for
 from tilewright.ir import IRModule, PrimFunc
-from tilewright.runtime import Module, build_c_module
-from tilewright.runtime.gpu_module import build_gpu_module
+from tilewright.runtime import Module
 from tilewright.target import Target
-from tilewright.transform import lower_module
+from tilewright.tirx import LowerTIRx, has_tirx
+from tilewright.transform import StageLog, lower_module
 
 
 def _as_module(mod: IRModule | PrimFunc) -> IRModule:
@@ -21,17 +34,83 @@ def _as_module(mod: IRModule | PrimFunc) -> IRModule:
     )
 
 
+def _resolve(target: str | Target | None) -> Target:
+    if target is not None:
+        return Target(target)
+    return Target.current() or Target("c")
+
+
+def _label(mod: IRModule) -> str:
+    names = mod.get_global_vars()
+    return names[0] if len(names) == 1 else "module"
+
+
+def _lower(module: IRModule, target: Target, backend: Backend, log: StageLog) -> IRModule:
+    for name, func in module.items():
+        log.dump(name, 0, "input", func.script)
+    log.number = 1
+    if has_tirx(module):
+        with log.stage("lower_tirx", _label(module)):
+            module = LowerTIRx(target=target)(module)
+        number = log.next_number()
+        for name, func in module.items():
+            log.dump(name, number, "lower_tirx", func.script)
+    return lower_module(module, backend.lowering(target), log=log)
+
+
 def lower(mod: IRModule | PrimFunc, target: str | Target | None = None) -> IRModule:
-    """Run the lowering pipeline for ``target`` and return the lowered module.
+    """The module lowered for ``target`` (the current target, else ``"c"``): the IR that
+    code generation reads.
 
     Example::
 
         >>> tw.lower(MyModule, "c")["main"].show()
     """
-    resolved = Target(target) if target is not None else Target.current() or Target("c")
-    with resolved:
-        kind = str(resolved.kind)
-        return lower_module(_lower_tile_ops(_as_module(mod), kind), kind)
+    resolved = _resolve(target)
+    return _lower(_as_module(mod), resolved, backend_for(resolved), StageLog())
+
+
+def build_artifact(
+    mod: IRModule | PrimFunc, target: str | Target | None = "c", *, log: StageLog | None = None
+) -> Artifact:
+    """Lower, generate and compile ``mod`` for ``target`` into an ``Artifact``: plain data
+    that ``tw.runtime.load`` turns into a callable module, here or in another process.
+
+    Arguments:
+        mod: the program (``sch.mod`` after scheduling).
+        target: as for ``build``.
+        log: collects the stage times and dumps (a new ``StageLog`` by default).
+
+    Example::
+
+        >>> art = tw.build_artifact(sch.mod, "cuda")
+        >>> payload = art.to_bytes()                 # e.g. to a runner process
+        >>> tw.runtime.load(tw.artifact.Artifact.from_bytes(payload))["main"](a, b, c)
+    """
+    resolved = _resolve(target)
+    log = log or StageLog()
+    module = _as_module(mod)
+    lowered = _lower(module, resolved, backend_for(resolved), log)
+    return _compile(lowered, resolved, _label(module), log)
+
+
+def _compile(lowered: IRModule, target: Target, label: str, log: StageLog) -> Artifact:
+    backend = backend_for(target)
+    number = log.next_number()
+    with log.stage("codegen", label):
+        artifact = backend.codegen(lowered, target)
+        artifact = artifact.replace(kind=backend.name, device=backend.device, suffix=backend.suffix)
+    log.dump(label, number, "source", artifact.source, backend.suffix)
+    with log.stage("compile", label):
+        return backend.compiler(artifact, target)
+
+
+def _load(artifact: Artifact, target: Target, label: str, log: StageLog) -> Module:
+    with log.stage("load", label):
+        module = backend_for(target).loader(artifact)
+    module.artifact = artifact
+    module.build_times = dict(log.times)
+    return module
 
 
 def build(mod: IRModule | PrimFunc, target: str | Target | None = "c") -> Module:
@@ -40,36 +119,30 @@ def build(mod: IRModule | PrimFunc, target: str | Target | None = "c") -> Module
     Arguments:
         mod: the program (``sch.mod`` after scheduling).
         target: ``"c"`` or its alias ``"llvm"`` for the CPU, ``"cuda"`` (or a tag such as
-            ``"nvidia/h200"``), ``"opencl"``, ``"metal"``, or a ``Target``; the target is
-            current (``Target.current()``) while the passes run. GPU builds call
-            ``lower_module(mod, kind)`` then ``build_gpu_module(lowered, target)``.
+            ``"nvidia/h200"``), ``"opencl"``, ``"metal"``, or a ``Target``; ``None`` takes
+            the current target (``with Target(...):``), else ``"c"``.
 
     Example::
 
         >>> rt_mod = tw.build(MyModule, target="c")
         >>> rt_mod["main"](a, b, c)
+        >>> print(rt_mod.build_report())             # seconds spent in each stage
     """
-    resolved = Target(target) if target is not None else Target.current() or Target("c")
-    module = _as_module(mod)
-    with resolved:
-        lowered = lower_module(_lower_tile_ops(module, str(resolved.kind)), str(resolved.kind))
-        if resolved.kind == "c":
-            return build_c_module(lowered, _label(module), resolved.spelling)
-        if resolved.kind in ("cuda", "opencl", "metal"):
-            return build_gpu_module(lowered, resolved, _label(module))
-    raise ValueError(
-        f"target {resolved.spelling!r} (kind {resolved.kind}) has no code generator yet;"
-        " build for 'c' (or its alias 'llvm')"
-    )
+    resolved = _resolve(target)
+    log = StageLog()
+    artifact = build_artifact(mod, resolved, log=log)
+    return _load(artifact, resolved, _label(_as_module(mod)), log)
 
 
-def _lower_tile_ops(mod: IRModule, kind: str) -> IRModule:
-    """Tile-layer programs (``Tx.*`` ops, ``T.device_entry``) become plain loops first."""
-    from tilewright.tirx import LowerTIRx, has_tirx
+def build_lowered(lowered: IRModule, target: str | Target | None = "c") -> Module:
+    """The stages after lowering (code generation, compilation, loading) on a module that is
+    already in lowered form (``tw.lower``'s output, or IR written in that form by hand).
 
-    return LowerTIRx(kind)(mod) if has_tirx(mod) else mod
+    Example::
 
-
-def _label(mod: IRModule) -> str:
-    names = mod.get_global_vars()
-    return names[0] if len(names) == 1 else "module"
+        >>> rt_mod = build_lowered(tw.lower(mod, "cuda"), "cuda")
+    """
+    resolved = _resolve(target)
+    log = StageLog()
+    label = _label(lowered)
+    return _load(_compile(lowered, resolved, label, log), resolved, label, log)

@@ -11,6 +11,7 @@ from c_kernels import I32, func, i32, loop, module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tilewright.driver import build_lowered
 from tilewright.ir import (
     AttrStmt,
     Broadcast,
@@ -25,13 +26,12 @@ from tilewright.ir import (
     op,
     seq,
 )
-from tilewright.runtime import build_c_module
 
 
 def cast_kernel(src: str, dst: str, n: int):
     A, B = decl_buffer((n,), src, "A"), decl_buffer((n,), dst, "B")
     i = Var("i", I32)
-    return build_c_module(module(func([A, B], loop(i, n, BufferStore(B, Cast(dtype(dst), A[i]),
+    return build_lowered(module(func([A, B], loop(i, n, BufferStore(B, Cast(dtype(dst), A[i]),
                                                                            (i,))))))  # fmt: skip
 
 
@@ -71,7 +71,7 @@ def div_kernel():
     i = Var("i", I32)
     body = loop(i, 64, seq(BufferStore(Q, op.floordiv(A[i], B[i]), (i,)),
                            BufferStore(R, op.floormod(A[i], B[i]), (i,))))  # fmt: skip
-    return build_c_module(module(func([A, B, Q, R], body)))
+    return build_lowered(module(func([A, B, Q, R], body)), "c")
 
 
 @settings(max_examples=30, deadline=None)
@@ -102,7 +102,7 @@ def test_let_attr_else_if_and_vector_half_store():
                               Broadcast(op.const(0.5, "float16"), 8)),
                     (Ramp(i32(0), i32(1), 8),)),
     )  # fmt: skip
-    rt = build_c_module(module(func([A, B], body)))
+    rt = build_lowered(module(func([A, B], body)), "c")
     assert "} else if (t < 6) {" in rt.get_source()
     a, b = np.arange(8, dtype="float16"), np.zeros(8, "int32")
     rt["main"](a, b)

@@ -8,8 +8,8 @@ import random
 import numpy as np
 from c_kernels import func, i32, module
 
+from tilewright.driver import build_lowered
 from tilewright.ir import BufferStore, IntImm, Var, decl_buffer, dtype, op, seq
-from tilewright.runtime import build_c_module
 
 I64 = dtype("int64")
 VARS = [Var(name, I64) for name in "xyz"]
@@ -51,7 +51,7 @@ def test_random_expressions_match_python():
     exprs = [random_expr(rng, 4) for _ in range(60)]
     out = decl_buffer((len(exprs),), "int64", "out")
     body = seq(*(BufferStore(out, e, (i32(k),)) for k, (e, _) in enumerate(exprs)))
-    rt = build_c_module(module(func([out], body, tuple(VARS))))
+    rt = build_lowered(module(func([out], body, tuple(VARS))), "c")
     for _ in range(25):
         env = [rng.randint(-50, 50) for _ in VARS]
         result = np.zeros(len(exprs), "int64")

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from c_kernels import I32, flat, func, i32, loop, matmul, module, vector_add
 
+from tilewright.driver import build_lowered
 from tilewright.ir import (
     Allocate,
     Broadcast,
@@ -21,13 +22,12 @@ from tilewright.ir import (
     op,
     seq,
 )
-from tilewright.runtime import build_c_module
 
 RNG = np.random.default_rng(0)
 
 
 def test_vector_add_1d():
-    rt = build_c_module(vector_add(64))
+    rt = build_lowered(vector_add(64), "c")
     a, b = RNG.random(64, dtype="float32"), RNG.random(64, dtype="float32")
     c = np.zeros(64, "float32")
     rt["main"](a, b, c)
@@ -35,7 +35,7 @@ def test_vector_add_1d():
 
 
 def test_flattened_matmul_with_init_and_parallel_loop():
-    rt = build_c_module(matmul(16, 8, 12))
+    rt = build_lowered(matmul(16, 8, 12), "c")
     assert "#pragma omp parallel for" in rt.get_source()
     a = RNG.random((16, 12), dtype="float32")
     b = RNG.random((12, 8), dtype="float32")
@@ -50,7 +50,7 @@ def test_vectorized_loop_and_ramp_broadcast_store():
     i = Var("i", I32)
     ramp = Ramp(i * 4, i32(1), 4)
     value = op.add(op.mul(A.load([ramp]), Broadcast(op.const(2.0, "float32"), 4)), 1.0)
-    rt = build_c_module(
+    rt = build_lowered(
         module(func([A, B], loop(i, 8, BufferStore(B, value, (ramp,)), ForKind.VECTORIZED)))
     )
     assert "#pragma GCC ivdep" in rt.get_source()
@@ -67,7 +67,7 @@ def test_strided_ramp_and_self_overlapping_vector_store():
         op.add(A.load([Ramp(i32(0), i32(2), 4)]), Broadcast(i32(10), 4)),
         (Ramp(i32(1), i32(1), 4),),
     )
-    rt = build_c_module(module(func([A], store)))
+    rt = build_lowered(module(func([A], store)), "c")
     a = np.arange(8, dtype="int32")
     expected = a.copy()
     expected[1:5] = a[0:8:2] + 10
@@ -80,7 +80,7 @@ def test_vector_let_binds_lane_array():
     v = Var("v", dtype("float32x8"))
     ramp = Ramp(i32(0), i32(1), 8)
     body = LetStmt(v, A.load([ramp]), BufferStore(B, op.mul(v, v), (ramp,)))
-    rt = build_c_module(module(func([A, B], body)))
+    rt = build_lowered(module(func([A, B], body)), "c")
     a, b = RNG.random(8, dtype="float32"), np.zeros(8, "float32")
     rt["main"](a, b)
     np.testing.assert_allclose(b, a * a, rtol=1e-6)
@@ -95,7 +95,7 @@ def test_allocated_local_buffer(size):
         loop(i, size, BufferStore(tmp, op.mul(A[i], 3.0), (i,))),
         loop(j, size, BufferStore(B, op.add(tmp[size - 1 - j], 1.0), (j,))),
     ))  # fmt: skip
-    rt = build_c_module(module(func([A, B], body)))
+    rt = build_lowered(module(func([A, B], body)), "c")
     assert ("aligned_alloc" in rt.get_source()) == (size * 4 > 64 * 1024)
     a, b = RNG.random(size, dtype="float32"), np.zeros(size, "float32")
     rt["main"](a, b)
@@ -111,7 +111,7 @@ def test_floordiv_floormod_on_negative_values(dt):
         BufferStore(Q, op.floordiv(A[i], B[i]), (i,)),
         BufferStore(R, op.floormod(A[i], B[i]), (i,)),
     ))  # fmt: skip
-    rt = build_c_module(module(func([A, B, Q, R], body)))
+    rt = build_lowered(module(func([A, B, Q, R], body)), "c")
     a = RNG.integers(-100, 100, 64).astype(dt)
     b = RNG.choice([-7, -3, -1, 1, 2, 5], 64).astype(dt)
     q, r = np.zeros(64, dt), np.zeros(64, dt)
@@ -126,7 +126,7 @@ def test_floordiv_by_constant_of_shifted_loop_var():
     i = Var("i", I32)
     body = loop(i, 16, seq(BufferStore(A, op.floordiv(i - 8, 4), (i,)),
                            BufferStore(B, op.floormod(i - 8, 4), (i,))))  # fmt: skip
-    rt = build_c_module(module(func([A, B], body)))
+    rt = build_lowered(module(func([A, B], body)), "c")
     a, b = np.zeros(16, "int32"), np.zeros(16, "int32")
     rt["main"](a, b)
     np.testing.assert_array_equal(a, (np.arange(16) - 8) // 4)
@@ -142,7 +142,7 @@ def test_exp_max_select_if_then_else():
         op.add(op.select(op.gt(x, 0.0), x, op.mul(x, -2.0)),
                op.if_then_else(op.lt(i, 32), op.const(100.0, "float32"), 0.0)),
     )  # fmt: skip
-    rt = build_c_module(module(func([A, B], loop(i, 64, BufferStore(B, value, (i,))))))
+    rt = build_lowered(module(func([A, B], loop(i, 64, BufferStore(B, value, (i,))))))
     a, b = RNG.standard_normal(64).astype("float32"), np.zeros(64, "float32")
     rt["main"](a, b)
     expected = np.maximum(np.exp(a), 1.5) + np.where(a > 0, a, a * -2) + (np.arange(64) < 32) * 100
@@ -151,7 +151,7 @@ def test_exp_max_select_if_then_else():
 
 @pytest.mark.parametrize("dt", ["int8", "float16", "bfloat16", "float64", "uint16"])
 def test_element_types(dt):
-    rt = build_c_module(vector_add(50, dt=dt))
+    rt = build_lowered(vector_add(50, dt=dt), "c")
     np_dt = ml_dtypes.bfloat16 if dt == "bfloat16" else np.dtype(dt)
     a = (RNG.standard_normal(50) * 20).astype(np_dt)
     b = (RNG.standard_normal(50) * 20).astype(np_dt)
@@ -166,7 +166,7 @@ def test_float16_special_values_round_trip():
     A, B = decl_buffer((8,), "float16", "A"), decl_buffer((8,), "float16", "B")
     i = Var("i", I32)
     value = op.mul(A[i], op.const(1.0, "float16"))
-    rt = build_c_module(module(func([A, B], loop(i, 8, BufferStore(B, value, (i,))))))
+    rt = build_lowered(module(func([A, B], loop(i, 8, BufferStore(B, value, (i,))))))
     a = np.array([np.inf, -np.inf, 65504, 6e-8, -6e-5, 0.0, -0.0, 1 / 3], "float16")
     b = np.zeros(8, "float16")
     rt["main"](a, b)
@@ -178,7 +178,7 @@ def test_bool_buffers_and_logic():
     C = decl_buffer((16,), "bool", "C")
     i = Var("i", I32)
     value = op.logical_or(op.logical_and(A[i], op.logical_not(B[i])), op.eq(i, 3))
-    rt = build_c_module(module(func([A, B, C], loop(i, 16, BufferStore(C, value, (i,))))))
+    rt = build_lowered(module(func([A, B, C], loop(i, 16, BufferStore(C, value, (i,))))))
     a, b = RNG.random(16) > 0.5, RNG.random(16) > 0.5
     c = np.zeros(16, bool)
     rt["main"](a, b, c)
@@ -191,7 +191,7 @@ def test_symbolic_shape_binds_from_arguments():
     a_flat, b_flat = flat(A), flat(B)
     i = Var("i", I32)
     body = loop(i, n * 4, BufferStore(b_flat, op.add(a_flat[i], 1.0), (i,)))
-    rt = build_c_module(module(func([A, B], body)))
+    rt = build_lowered(module(func([A, B], body)), "c")
     assert "int64_t n" in rt.get_source()
     for rows in (1, 5):
         a, b = RNG.random((rows, 4), dtype="float32"), np.zeros((rows, 4), "float32")
@@ -205,7 +205,7 @@ def test_scalar_parameters_and_guard():
     i = Var("i", I32)
     body = loop(i, 10, IfThenElse(op.lt(i, limit),
                                   BufferStore(A, op.mul(A[i], alpha), (i,))))  # fmt: skip
-    rt = build_c_module(module(func([A], body, (alpha, limit))))
+    rt = build_lowered(module(func([A], body, (alpha, limit))), "c")
     a = np.ones(10, "float32")
     rt["main"](a, 2.5, 4)
     np.testing.assert_array_equal(a, [2.5] * 4 + [1.0] * 6)
@@ -213,7 +213,7 @@ def test_scalar_parameters_and_guard():
 
 def test_two_functions_in_one_module():
     mod = vector_add(8).with_function("double_it", vector_add(8)["main"])
-    rt = build_c_module(mod)
+    rt = build_lowered(mod, "c")
     a, b, c = np.ones(8, "float32"), np.ones(8, "float32"), np.zeros(8, "float32")
     rt["double_it"](a, b, c)
     np.testing.assert_array_equal(c, 2.0)

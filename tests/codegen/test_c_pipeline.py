@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 import tilewright as tw
-from tilewright.runtime import build_c_module
+from tilewright.driver import build_lowered, lower
 from tilewright.script import tir as T
-from tilewright.transform.pipeline import lower_module
 
 
 @tw.script.ir_module
@@ -39,7 +38,7 @@ class Matmul:
 
 
 def test_window_sum():
-    rt = build_c_module(lower_module(WindowSum, "c"))
+    rt = build_lowered(lower(WindowSum, "c"), "c")
     assert "B[i] = A[i] + A[i + 1] + A[i + 2];" in rt.get_source()
     a, b = np.random.rand(131).astype("float32"), np.zeros(128, "float32")
     rt["main"](a, b)
@@ -47,7 +46,7 @@ def test_window_sum():
 
 
 def test_matmul_with_init():
-    rt = build_c_module(lower_module(Matmul, "c"))
+    rt = build_lowered(lower(Matmul, "c"), "c")
     a = np.random.rand(32, 16).astype("float32")
     b = np.random.rand(16, 24).astype("float32")
     c = np.full((32, 24), np.nan, "float32")

@@ -19,10 +19,12 @@ sys.path[:0] = [str(_TESTS), str(_TESTS / "tirx")]
 
 import seed_notebook as nb
 from test_lower_tirx import round_trip_kernel
+from tilewright.tirx.layout import ComposeLayout, S, SwizzleLayout, TileLayout
 
 import tilewright as tw
+from tilewright.backend import backend_for
 from tilewright.demo import blocking, blocking_with_shared, cpu_schedule
-from tilewright.tirx.layout import ComposeLayout, S, SwizzleLayout, TileLayout
+from tilewright.target import Target
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 GPU_KINDS = ("cuda", "opencl", "metal")
@@ -61,18 +63,11 @@ CASES = [(name, kind) for name, (_, kinds) in PROGRAMS.items() for kind in kinds
 
 
 def generated_source(name: str, kind: str) -> str:
-    """The source ``tw.build`` generates for program ``name`` and target ``kind``."""
-    program = PROGRAMS[name][0]()
-    from tilewright.driver import lower
-
-    lowered = lower(program, kind)
-    if kind == "c":
-        from tilewright.codegen.c import generate_c
-
-        return generate_c(lowered).text
-    from tilewright.runtime.gpu_module import generate_device_source
-
-    return generate_device_source(lowered, kind).text
+    """The source ``tw.build`` generates for program ``name`` and target ``kind`` (lowered and
+    generated through the backend table's row, not compiled)."""
+    target = Target(kind)
+    lowered = tw.lower(PROGRAMS[name][0](), target)
+    return backend_for(target).codegen(lowered, target).source
 
 
 @pytest.mark.parametrize(("name", "kind"), CASES, ids=[f"{n}-{k}" for n, k in CASES])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tilewright import config
+from tilewright.driver import build_lowered
 from tilewright.ir import (
     Allocate,
     BufferStore,
@@ -19,7 +20,7 @@ from tilewright.ir import (
     dtype,
     op,
 )
-from tilewright.runtime import CompileError, build_c_module, compile_c
+from tilewright.runtime import CompileError, compile_c
 from tilewright.runtime.c_compiler import compile_flags
 
 SOURCE = "int tw_answer(void) { return 42; }\n"
@@ -84,7 +85,7 @@ def test_failed_allocation_is_reported_not_crashed():
     tmp = decl_buffer((size,), "float32", "tmp", scope="local")
     body = Allocate(tmp, BufferStore(A, op.const(1.0, "float32"), (IntImm(0, dtype("int32")),)))
     pa = Var("A", dtype("handle"))
-    rt = build_c_module(IRModule({"main": PrimFunc((pa, size), body, ((pa, A),))}))
+    rt = build_lowered(IRModule({"main": PrimFunc((pa, size), body, ((pa, A),))}))
     a = np.zeros(1, "float32")
     rt["main"](a, 16)
     assert a[0] == 1.0

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tilewright as tw
-from tilewright.runtime import build_gpu_module
+from tilewright.driver import build_lowered
 from tilewright.runtime.cuda_runtime import CUDAError, device_count
 from tilewright.runtime.cuda_runtime.nvrtc import nvcc_version, nvrtc_version
 
@@ -31,7 +31,7 @@ def gpu(test):
 def test_build_without_gpu_gives_source_and_clear_call_error():
     if device_count():
         pytest.skip("a GPU is present")
-    rt_mod = build_gpu_module(window_sum("cuda"), "cuda")
+    rt_mod = build_lowered(window_sum("cuda"), "cuda")
     dev_mod = rt_mod.imported_modules[0]
     assert "__shared__ float A_shared[130];" in dev_mod.get_source()
     assert dev_mod.arch == "sm_90" and dev_mod.cubin[:4] == b"\x7fELF"
@@ -46,12 +46,12 @@ def test_build_without_gpu_gives_source_and_clear_call_error():
 def test_target_arch_is_used_without_gpu():
     if device_count():
         pytest.skip("a GPU is present")
-    rt_mod = build_gpu_module(vector_add("cuda"), "nvidia/a100")
+    rt_mod = build_lowered(vector_add("cuda"), "nvidia/a100")
     assert rt_mod.imported_modules[0].arch == "sm_80"
 
 
 def test_metal_build_is_source_only():
-    rt_mod = build_gpu_module(window_sum("metal"), "metal")
+    rt_mod = build_lowered(window_sum("metal"), "metal")
     assert "kernel void main_kernel(" in rt_mod.imported_modules[0].get_source()
     with pytest.raises(RuntimeError, match="metal kernels cannot run here"):
         rt_mod["main"](np.ones(1026, "float32"), np.ones(1024, "float32"))
@@ -62,7 +62,7 @@ def test_metal_build_is_source_only():
 
 @gpu
 def test_vector_add_on_gpu():
-    rt_mod = build_gpu_module(vector_add("cuda"), "cuda")
+    rt_mod = build_lowered(vector_add("cuda"), "cuda")
     a, b = np.random.rand(1024).astype("float32"), np.random.rand(1024).astype("float32")
     c = tw.nd.empty((1024,), "float32", tw.cuda(0))
     rt_mod["main"](tw.nd.array(a, tw.cuda(0)), tw.nd.array(b, tw.cuda(0)), c)
@@ -72,7 +72,7 @@ def test_vector_add_on_gpu():
 @gpu
 @pytest.mark.parametrize("scope", ["shared", "shared.dyn"])
 def test_shared_memory_window_sum_on_gpu(scope):
-    rt_mod = build_gpu_module(window_sum("cuda", scope), "cuda")
+    rt_mod = build_lowered(window_sum("cuda", scope), "cuda")
     a = np.random.rand(1026).astype("float32")
     b = tw.nd.empty((1024,), "float32", tw.cuda(0))
     rt_mod["main"](tw.nd.array(a, tw.cuda(0)), b)
@@ -81,12 +81,12 @@ def test_shared_memory_window_sum_on_gpu(scope):
 
 @gpu
 def test_float4_and_symbolic_kernels_on_gpu():
-    rt_mod = build_gpu_module(vector_scale("cuda"), "cuda")
+    rt_mod = build_lowered(vector_scale("cuda"), "cuda")
     a = np.random.rand(1024).astype("float32")
     b = tw.nd.empty((1024,), "float32", tw.cuda(0))
     rt_mod["main"](tw.nd.array(a, tw.cuda(0)), b)
     np.testing.assert_allclose(b.numpy(), 3 * a, rtol=1e-6)
-    rt_mod = build_gpu_module(symbolic_add("cuda"), "cuda")
+    rt_mod = build_lowered(symbolic_add("cuda"), "cuda")
     a = np.random.rand(1000).astype("float32")
     b = tw.nd.empty((1000,), "float32", tw.cuda(0))
     rt_mod["main"](tw.nd.array(a, tw.cuda(0)), b, 0.5)
@@ -96,7 +96,7 @@ def test_float4_and_symbolic_kernels_on_gpu():
 @gpu
 def test_torch_tensors_are_accepted_directly():
     torch = pytest.importorskip("torch")
-    rt_mod = build_gpu_module(vector_add("cuda"), "cuda")
+    rt_mod = build_lowered(vector_add("cuda"), "cuda")
     a, b = (torch.rand(1024, device="cuda") for _ in range(2))
     c = torch.empty(1024, device="cuda")
     stream = torch.cuda.Stream()
@@ -108,7 +108,7 @@ def test_torch_tensors_are_accepted_directly():
 
 @gpu
 def test_host_array_is_refused_on_gpu():
-    rt_mod = build_gpu_module(vector_add("cuda"), "cuda")
+    rt_mod = build_lowered(vector_add("cuda"), "cuda")
     a = np.ones(1024, "float32")
     d = tw.nd.array(a, tw.cuda(0))
     with pytest.raises(ValueError, match=r"argument A is on cpu\(0\) but the kernel runs on cuda"):
@@ -117,7 +117,7 @@ def test_host_array_is_refused_on_gpu():
 
 @gpu
 def test_time_evaluator_uses_events():
-    rt_mod = build_gpu_module(vector_add("cuda"), "cuda")
+    rt_mod = build_lowered(vector_add("cuda"), "cuda")
     args = [tw.nd.array(np.ones(1024, "float32"), tw.cuda(0)) for _ in range(3)]
     result = rt_mod.time_evaluator("main", tw.cuda(0), number=20, repeat=3)(*args)
     assert len(result.results) == 3 and 0 < result.mean < 1e-2

@@ -10,7 +10,8 @@ import pytest
 
 import tilewright as tw
 from tilewright import config
-from tilewright.runtime import build_gpu_module, opencl_runtime
+from tilewright.driver import build_lowered
+from tilewright.runtime import opencl_runtime
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "codegen"))
 from gpu_kernels import (
@@ -36,7 +37,7 @@ def _dev(x):
 
 
 def test_vector_add_matches_numpy():
-    rt_mod = build_gpu_module(vector_add("opencl"), "opencl")
+    rt_mod = build_lowered(vector_add("opencl"), "opencl")
     a, b = np.random.rand(1024).astype("float32"), np.random.rand(1024).astype("float32")
     c = tw.nd.empty((1024,), "float32", tw.opencl(0))
     rt_mod["main"](_dev(a), _dev(b), c)
@@ -46,7 +47,7 @@ def test_vector_add_matches_numpy():
 
 @pytest.mark.parametrize("scope", ["shared", "shared.dyn"])
 def test_local_memory_and_barrier(scope):
-    rt_mod = build_gpu_module(window_sum("opencl", scope), "opencl")
+    rt_mod = build_lowered(window_sum("opencl", scope), "opencl")
     a = np.random.rand(1026).astype("float32")
     b = tw.nd.empty((1024,), "float32", tw.opencl(0))
     rt_mod["main"](_dev(a), b)
@@ -54,7 +55,7 @@ def test_local_memory_and_barrier(scope):
 
 
 def test_vectorized_kernel():
-    rt_mod = build_gpu_module(vector_scale("opencl"), "opencl")
+    rt_mod = build_lowered(vector_scale("opencl"), "opencl")
     a = np.random.rand(1024).astype("float32")
     b = tw.nd.empty((1024,), "float32", tw.opencl(0))
     rt_mod["main"](_dev(a), b)
@@ -62,7 +63,7 @@ def test_vectorized_kernel():
 
 
 def test_symbolic_grid_and_scalar_argument():
-    rt_mod = build_gpu_module(symbolic_add("opencl"), "opencl")
+    rt_mod = build_lowered(symbolic_add("opencl"), "opencl")
     for n in (1, 64, 1000):
         a = np.random.rand(n).astype("float32")
         b = tw.nd.empty((n,), "float32", tw.opencl(0))
@@ -71,7 +72,7 @@ def test_symbolic_grid_and_scalar_argument():
 
 
 def test_expressions_match_numpy():
-    rt_mod = build_gpu_module(expressions("opencl"), "opencl")
+    rt_mod = build_lowered(expressions("opencl"), "opencl")
     a = np.random.rand(256).astype("float32")
     b = tw.nd.empty((256,), "float32", tw.opencl(0))
     rt_mod["main"](_dev(a), b)
@@ -79,14 +80,14 @@ def test_expressions_match_numpy():
 
 
 def test_time_evaluator():
-    rt_mod = build_gpu_module(vector_add("opencl"), "opencl")
+    rt_mod = build_lowered(vector_add("opencl"), "opencl")
     args = [_dev(np.ones(1024, "float32")) for _ in range(3)]
     result = rt_mod.time_evaluator("main", tw.opencl(0), number=3, repeat=2)(*args)
     assert len(result.results) == 2 and 0 < result.mean < 1.0
 
 
 def test_host_array_is_refused():
-    rt_mod = build_gpu_module(vector_add("opencl"), "opencl")
+    rt_mod = build_lowered(vector_add("opencl"), "opencl")
     a = np.ones(1024, "float32")
     with pytest.raises(ValueError, match=r"argument A is on cpu\(0\) but the kernel runs on "
                        r"opencl\(0\)"):  # fmt: skip
@@ -94,7 +95,7 @@ def test_host_array_is_refused():
 
 
 def test_wrong_shape_is_refused_before_launch():
-    rt_mod = build_gpu_module(vector_add("opencl"), "opencl")
+    rt_mod = build_lowered(vector_add("opencl"), "opencl")
     a = _dev(np.ones(1024, "float32"))
     with pytest.raises(ValueError, match=r"argument C has shape \(512,\)"):
         rt_mod["main"](a, a, _dev(np.ones(512, "float32")))

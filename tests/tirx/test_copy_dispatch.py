@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tilewright.tirx.layout import S, TileLayout, laneid
 from tirx_machine import Machine
 
 from tilewright.script import tirx as T
 from tilewright.script.tirx import tile as Tx
 from tilewright.tirx.dispatch import DispatchError
-from tilewright.tirx.layout import S, TileLayout, laneid
 from tilewright.tirx.ops import COPY_VARIANTS, FILL_VARIANTS
 from tilewright.tirx.transform import LowerTIRx
 

@@ -1,6 +1,17 @@
 """Unit tests of tile layouts: S[...] spellings, apply, slicing, grouping, canonical forms."""
 
 import pytest
+from tilewright.tirx.layout import (
+    Iter,
+    LayoutError,
+    S,
+    TileLayout,
+    align,
+    contiguous_tail,
+    laneid,
+    partition,
+    warpid,
+)
 
 from tilewright.ir import (
     Add,
@@ -15,17 +26,6 @@ from tilewright.ir import (
 )
 from tilewright.ir.expr import Range
 from tilewright.tirx import layout as tirx_layout
-from tilewright.tirx.layout import (
-    Iter,
-    LayoutError,
-    S,
-    TileLayout,
-    align,
-    contiguous_tail,
-    laneid,
-    partition,
-    warpid,
-)
 
 i32 = dtype("int32")
 

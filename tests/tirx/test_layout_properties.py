@@ -6,8 +6,6 @@ import itertools
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from tilewright.ir import Var, dtype
 from tilewright.tirx.layout import (
     ComposeLayout,
     S,
@@ -16,6 +14,8 @@ from tilewright.tirx.layout import (
     align,
     partition,
 )
+
+from tilewright.ir import Var, dtype
 
 FAST = settings(max_examples=60, deadline=None)
 

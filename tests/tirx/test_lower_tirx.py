@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tilewright.tirx.layout import ComposeLayout, S, SwizzleLayout, TileLayout
 from tirx_machine import Machine
 
+from tilewright.driver import lower
 from tilewright.ir import (
     Call,
     Evaluate,
@@ -18,7 +20,6 @@ from tilewright.ir import (
 )
 from tilewright.script import tirx as T
 from tilewright.script.tirx import tile as Tx
-from tilewright.tirx.layout import ComposeLayout, S, SwizzleLayout, TileLayout
 from tilewright.tirx.transform import LowerTIRx, has_tirx
 
 
@@ -164,10 +165,9 @@ def test_target_from_context():
 
 
 def test_lowered_module_goes_through_the_cuda_pipeline():
-    from tilewright.transform import lower_module
 
     mod = LowerTIRx("cuda")(round_trip_kernel((32, 32), "float32", TileLayout(S[(32, 32)])))
-    lowered = lower_module(mod, "cuda")
+    lowered = lower(mod, "cuda")
     kernel = lowered["main_kernel"]
     assert kernel.attr("tir.is_kernel")
     copies = [c for c in nodes(kernel.body, Call) if c.op == "tw.cuda.copy_bytes"]

@@ -10,6 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tilewright.backend import lowering_stages
+from tilewright.driver import lower
 from tilewright.ir import (
     Allocate,
     Evaluate,
@@ -23,7 +25,6 @@ from tilewright.ir import (
 )
 from tilewright.script import from_source
 from tilewright.target import Target
-from tilewright.transform import lower_module, stages
 from tilewright.transform.inject_thread_sync import is_sync
 from tilewright.transform.remove_no_op import no_op
 
@@ -93,11 +94,11 @@ def _without_barriers(lowered: IRModule, which: set[int]) -> IRModule:
 
 @pytest.mark.parametrize("kind", ["cuda", "opencl", "metal"])
 def test_gpu_kinds_run_the_documented_stages(kind):
-    assert [s.name for s in stages(kind)] == GPU_STAGES
+    assert [s.name for s in lowering_stages(kind)] == GPU_STAGES
 
 
 def test_cpu_stages_are_unchanged():
-    assert "split_host_device" not in [s.name for s in stages("c")]
+    assert "split_host_device" not in [s.name for s in lowering_stages("c")]
 
 
 @pytest.mark.parametrize(
@@ -114,7 +115,7 @@ def test_cpu_stages_are_unchanged():
     ],
 )
 def test_scheduled_programs_match_numpy(name, kind):
-    lowered = lower_module(load(name), kind)
+    lowered = lower(load(name), kind)
     assert list(lowered) == ["main", "main_kernel"]
     assert lowered["main_kernel"].attr("target_kind") == kind
     _check(name, lowered)
@@ -122,7 +123,7 @@ def test_scheduled_programs_match_numpy(name, kind):
 
 @pytest.mark.parametrize("name", ["Expected_5", "Expected_6"])
 def test_full_size_matmul_schedules_lower_to_one_kernel(name):
-    lowered = lower_module(load(name), "cuda")
+    lowered = lower(load(name), "cuda")
     kernel = lowered["main_kernel"]
     assert kernel.attr("tir.is_kernel") is True
     assert dict(kernel.attr("thread_extent"))["blockIdx.x"] == 16  # type: ignore[arg-type]
@@ -130,7 +131,7 @@ def test_full_size_matmul_schedules_lower_to_one_kernel(name):
 
 
 def test_window_sum_without_its_barrier_reads_unwritten_shared_memory():
-    lowered = lower_module(load("Expected_4"), "cuda")
+    lowered = lower(load("Expected_4"), "cuda")
     assert _barriers(lowered["main_kernel"].body) == 1
     broken = _without_barriers(lowered, {0})
     got = run_module(broken, "main", *_inputs(load("Expected_4")))[1]
@@ -139,7 +140,7 @@ def test_window_sum_without_its_barrier_reads_unwritten_shared_memory():
 
 @pytest.mark.parametrize("dropped", [0, 1])
 def test_shared_matmul_needs_both_barriers(dropped):
-    lowered = lower_module(load("matmul_shared"), "cuda")
+    lowered = lower(load("matmul_shared"), "cuda")
     assert _barriers(lowered["main_kernel"].body) == 2
     broken = _without_barriers(lowered, {dropped})
     got = run_module(broken, "main", *_inputs(load("matmul_shared")))[2]
@@ -149,7 +150,7 @@ def test_shared_matmul_needs_both_barriers(dropped):
 
 
 def test_interpreter_reports_barriers_that_only_some_threads_reach():
-    lowered = lower_module(load("Expected_4"), "cuda")
+    lowered = lower(load("Expected_4"), "cuda")
     kernel = lowered["main_kernel"]
 
     class _GuardBarrier(Mutator):
@@ -167,16 +168,19 @@ def test_interpreter_reports_barriers_that_only_some_threads_reach():
         run_module(broken, "main", *_inputs(load("Expected_4")))
 
 
-def test_lowering_reads_the_current_targets_limits():
+def test_lowering_checks_the_given_targets_limits():
     mod = load("Expected_4")  # 128 threads per block
     limited = Target({"kind": "cuda", "max_num_threads": 64})
-    with limited, pytest.raises(ValueError, match=r"uses 128 threads per block .* allows 64"):
-        lower_module(mod, "cuda")
-    assert lower_module(mod, "cuda")["main_kernel"] is not None
+    with pytest.raises(ValueError, match=r"uses 128 threads per block .* allows 64"):
+        lower(mod, limited)
+    with limited:  # tw.lower without a target takes the current one, as TVM does
+        with pytest.raises(ValueError, match=r"uses 128 threads per block .* allows 64"):
+            lower(mod)
+    assert lower(mod, "cuda")["main_kernel"] is not None
 
 
 def test_thread_bound_loops_stay_loops_in_the_kernel():
-    kernel = lower_module(load("Expected_1"), "cuda")["main_kernel"]
+    kernel = lower(load("Expected_1"), "cuda")["main_kernel"]
     outer = kernel.body
     assert isinstance(outer, For) and outer.kind is ForKind.THREAD_BINDING
     assert outer.thread_tag == "blockIdx.x" and outer.body.thread_tag == "threadIdx.x"  # type: ignore[attr-defined]
@@ -215,7 +219,7 @@ def main(A: T.Buffer(({n + width - 1},), "float32"), B: T.Buffer(({n},), "float3
 )
 def test_tiled_window_sums_compact_sync_and_match_numpy(nthread, width, blocks, tiles):
     mod = from_source(_tiled_window_sum(nthread, width, blocks, tiles))
-    lowered = lower_module(mod, "cuda")
+    lowered = lower(mod, "cuda")
     kernel = lowered["main_kernel"]
     shapes: list[int] = []
     post_order_visit(
@@ -280,7 +284,7 @@ def test_notebook_schedules_at_any_tile_size_match_numpy(shared, tiles):
         sch = _notebook_schedule(Schedule(mod), shared, tiles)
     except ScheduleError:
         return  # some tile choices are not schedulable (a fuse across a sequence); not ours
-    lowered = lower_module(sch.mod, "cuda")
+    lowered = lower(sch.mod, "cuda")
     _check("matmul_small", lowered)
 
 
@@ -300,7 +304,7 @@ def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
                 vi = T.axis.spatial(64, bx * 32 + tx2)
                 B[vi] = S[bx * 32 + 31 - tx2]
 """)
-    lowered = lower_module(mod, "cuda")
+    lowered = lower(mod, "cuda")
     kernel = lowered["main_kernel"]
     fetch, sync, compute = kernel.body.body.body.seq  # type: ignore[attr-defined]
     assert is_sync(sync) and fetch.thread_tag == compute.thread_tag == "threadIdx.x"

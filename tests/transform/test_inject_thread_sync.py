@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from tilewright.backend import lowering_stages
 from tilewright.ir import Allocate, For, PrimFunc, SeqStmt, assert_structural_equal
 from tilewright.script import from_source
-from tilewright.transform import inject_thread_sync, stages
+from tilewright.transform import inject_thread_sync
 from tilewright.transform.inject_thread_sync import is_sync
 
 from .gpu_programs import load
@@ -31,7 +32,7 @@ def main(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):
 
 def _until_sync(name: str) -> PrimFunc:
     func = load(name)["main"]
-    for stage in stages("cuda"):
+    for stage in lowering_stages("cuda"):
         func = stage.run(func)  # type: ignore[assignment]
         if stage.name == "inject_thread_sync":
             return func

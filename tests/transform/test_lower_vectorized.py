@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tilewright.backend import lowering_stages
+from tilewright.driver import lower
 from tilewright.ir import (
     Broadcast,
     BufferLoad,
@@ -23,7 +25,7 @@ from tilewright.ir import (
     op,
     post_order_visit,
 )
-from tilewright.transform import is_aligned_ramp, lower_module, lower_vectorized, stages
+from tilewright.transform import is_aligned_ramp, lower_vectorized
 from tilewright.transform.lower_vectorized import known_divisor
 
 from .gpu_programs import load
@@ -112,7 +114,7 @@ def test_a_loop_starting_past_zero_is_shifted():
 
 def test_cooperative_fetch_of_blocking_with_shared_is_float4_aligned():
     func = load("Expected_6")["main"]
-    for stage in stages("cuda"):
+    for stage in lowering_stages("cuda"):
         func = stage.run(func)
         if stage.name == "lower_vectorized":
             break
@@ -131,7 +133,7 @@ def test_cooperative_fetch_of_blocking_with_shared_is_float4_aligned():
 
 
 def test_vectorized_fetch_lowers_without_vector_loops_left():
-    lowered = lower_module(load("matmul_shared"), "cuda")["main_kernel"]
+    lowered = lower(load("matmul_shared"), "cuda")["main_kernel"]
     kinds = []
 
     def visit(node: object) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tilewright.driver import lower
 from tilewright.ir import (
     Call,
     Evaluate,
@@ -18,7 +19,7 @@ from tilewright.ir import (
     assert_structural_equal,
 )
 from tilewright.script import from_source
-from tilewright.transform import ThreadBindingError, lower_module, split_host_device
+from tilewright.transform import ThreadBindingError, split_host_device
 
 from .gpu_interpreter import run_module
 from .gpu_programs import load
@@ -37,7 +38,7 @@ def _launch_args(stmt: object) -> tuple:
 def test_vector_add_becomes_one_launch_and_one_kernel():
     module = load("Expected_1")
     source = module["main"]
-    mod = lower_module(module, "cuda")
+    mod = lower(module, "cuda")
     assert list(mod) == ["main", "main_kernel"]
     host, kernel = mod["main"], mod["main_kernel"]
     assert host.params is source.params and host.buffer_map is source.buffer_map
@@ -98,7 +99,7 @@ def main(a: T.handle, b: T.handle, s: T.float32):
                 vi = T.axis.spatial(n, i_0 * 64 + i_1)
                 B[vi] = A[vi] * s
 """)
-    mod = lower_module(func, "cuda")
+    mod = lower(func, "cuda")
     kernel = mod["main_kernel"]
     n = func.buffer_map[0][1].shape[0]
     assert [p.name for p in kernel.params] == ["A", "B", "s", "n"]
@@ -135,7 +136,7 @@ def test_code_outside_thread_bound_loops_is_refused():
         match=r"function main: loop i is not bound to any thread: bind its loops to "
         r"blockIdx/threadIdx",
     ):
-        lower_module(
+        lower(
             _parse("""
 @T.prim_func
 def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
@@ -161,7 +162,7 @@ def main(A: T.Buffer((8,), "float32")):
 
 
 def test_kernels_keep_flat_buffers_and_host_keeps_nd_buffers():
-    mod = lower_module(load("Expected_5"), "cuda")
+    mod = lower(load("Expected_5"), "cuda")
     assert [tuple(int(d) for d in b.shape) for _, b in mod["main"].buffer_map] == [(1024, 1024)] * 3
     assert [tuple(int(d) for d in b.shape) for _, b in mod["main_kernel"].buffer_map] == [
         (1048576,)
@@ -185,4 +186,4 @@ def main(A: T.Buffer((32,), "float32")):
             A[vi] = S[vi]
 """)
     with pytest.raises(ThreadBindingError, match=r"buffer S \(shared\) is used by more than one"):
-        lower_module(func, "cuda")
+        lower(func, "cuda")

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from tilewright.driver import lower
 from tilewright.ir import Allocate, PrimFunc, post_order_visit
 from tilewright.script import from_source
 from tilewright.target import Target
 from tilewright.transform import (
     GPUCodeError,
-    GPULimits,
     ThreadBindingError,
-    lower_module,
     verify_gpu_code,
 )
 
@@ -43,37 +42,30 @@ def _scopes(func: PrimFunc) -> list[str]:
 
 def test_a_kernel_within_the_limits_is_returned_unchanged():
     func = _kernel("1024", shared=1024)
-    with Target("nvidia/h200"):
-        assert verify_gpu_code(func, "cuda") is func
+    assert verify_gpu_code(func, Target("nvidia/h200")) is func
 
 
 def test_2048_threads_per_block_are_refused():
-    with (
-        Target("nvidia/h200"),
-        pytest.raises(
-            GPUCodeError,
-            match=r"kernel main_kernel uses 2048 threads per block \(threadIdx.x=2048\); "
-            r"the target nvidia/h200 allows 1024",
-        ),
+    with pytest.raises(
+        GPUCodeError,
+        match=r"kernel main_kernel uses 2048 threads per block \(threadIdx.x=2048\); "
+        r"the target nvidia/h200 allows 1024",
     ):
-        verify_gpu_code(_kernel("2048"), "cuda")
+        verify_gpu_code(_kernel("2048"), "nvidia/h200")
 
 
-def test_the_limit_comes_from_the_kinds_defaults_without_a_target():
+def test_the_limit_comes_from_the_kinds_defaults():
     with pytest.raises(GPUCodeError, match=r"uses 512 threads per block .* allows 256"):
         verify_gpu_code(_kernel("512"), "opencl")
 
 
 def test_300_kb_of_shared_memory_are_refused():
-    with (
-        Target("nvidia/h200"),
-        pytest.raises(
-            GPUCodeError,
-            match=r"kernel main_kernel uses 300 KB of shared memory; "
-            r"the target nvidia/h200 allows 227 KB",
-        ),
+    with pytest.raises(
+        GPUCodeError,
+        match=r"kernel main_kernel uses 300 KB of shared memory; "
+        r"the target nvidia/h200 allows 227 KB",
     ):
-        verify_gpu_code(_kernel("32", shared=76800), "cuda")
+        verify_gpu_code(_kernel("32", shared=76800), "nvidia/h200")
 
 
 def test_opencl_local_memory_is_limited_to_32_kb():
@@ -100,7 +92,7 @@ def test_48_kb_stays_static():
 
 
 def test_dynamic_shared_bytes_reach_the_launch_and_the_kernel():
-    module = lower_module(
+    module = lower(
         from_source("""
 from tilewright.script import tir as T
 @T.prim_func
@@ -128,7 +120,9 @@ def main(A: T.Buffer((128,), "float32")):
     for tz in T.thread_binding(128, thread="threadIdx.z"):
         A[tz] = T.float32(1)
 """)
-    with pytest.raises(GPUCodeError, match=r"threadIdx.z has extent 128; CUDA allows at most 64"):
+    with pytest.raises(
+        GPUCodeError, match=r"threadIdx.z has extent 128; the target cuda allows at most 64"
+    ):
         verify_gpu_code(func, "cuda")  # type: ignore[arg-type]
 
 
@@ -146,12 +140,18 @@ def main(a: T.handle):
         verify_gpu_code(func, "cuda")  # type: ignore[arg-type]
 
 
-def test_explicit_limits_override_the_target():
-    limits = GPULimits("tiny", "cuda", 16, 1024)
+def test_target_options_override_the_kinds_defaults():
+    tiny = Target("cuda -max_num_threads=16 -max_shared_memory_per_block=1024")
     with pytest.raises(
-        GPUCodeError, match=r"uses 32 threads per block .* the target tiny allows 16"
+        GPUCodeError, match=r"uses 32 threads per block .* the target cuda -max_num_threads=16"
     ):
-        verify_gpu_code(_kernel("32"), "cuda", limits)
+        verify_gpu_code(_kernel("32"), tiny)
+
+
+def test_the_current_target_does_not_reach_the_pass():
+    # Passes take their target explicitly: an ambient `with Target(...)` changes nothing.
+    with Target("cuda -max_num_threads=16"):
+        assert verify_gpu_code(_kernel("32"), "cuda") is not None
 
 
 def test_inconsistent_thread_extents_name_both_loops():
@@ -168,7 +168,7 @@ def test_inconsistent_thread_extents_name_both_loops():
         match=r"kernel main_kernel: threadIdx.x is bound with extent 128 by loop i_1 and "
         r"with extent 64 by loop ax0_1",
     ):
-        lower_module(from_source(text), "cuda")
+        lower(from_source(text), "cuda")
 
 
 def test_global_buffers_cannot_be_allocated_inside_a_kernel():

@@ -9,6 +9,7 @@ bfloat16 are stored as ``uint16_t`` and computed in ``float``, rounded after eac
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import ClassVar
 
 from tilewright.codegen.c_like import C_KEYWORDS, CLikePrinter, CodegenError, Expr
@@ -272,12 +273,13 @@ def c_symbol(name: str) -> str:
     return text
 
 
-def generate_c(mod: IRModule) -> CSource:
+def generate_c(mod: IRModule, symbol: Callable[[str], str] | None = None) -> CSource:
     """Generate C for every function of a lowered module.
 
     Arguments:
-        mod: the output of ``tilewright.transform.pipeline.lower_module(mod, "c")``: no blocks,
-            1-D buffer accesses.
+        mod: a module lowered for the CPU (``tw.lower(mod, "c")``): no blocks, 1-D buffer
+            accesses.
+        symbol: the exported symbol of each function's name; ``c_symbol`` by default.
 
     Example::
 
@@ -291,11 +293,13 @@ def generate_c(mod: IRModule) -> CSource:
     uses_heap = False
     symbols: dict[str, str] = {}
     for name, func in mod.items():
-        symbol = c_symbol(name)
-        if symbol in symbols:
-            raise CodegenError(f"functions {symbols[symbol]!r} and {name!r} share C name {symbol}")
-        symbols[symbol] = name
-        sig = func_signature(name, func, symbol)
+        exported = (symbol or c_symbol)(name)
+        if exported in symbols:
+            raise CodegenError(
+                f"functions {symbols[exported]!r} and {name!r} share C name {exported}"
+            )
+        symbols[exported] = name
+        sig = func_signature(name, func, exported)
         printer = CPrinter()
         pieces.append(printer.function(name, func, sig))
         for key, text in printer.helpers.items():
@@ -321,6 +325,6 @@ def codegen_c(mod: IRModule) -> str:
 
     Example::
 
-        >>> print(codegen_c(tilewright.transform.pipeline.lower_module(mod, "c")))
+        >>> print(codegen_c(tw.lower(mod, "c")))
     """
     return generate_c(mod).text

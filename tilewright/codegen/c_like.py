@@ -517,7 +517,7 @@ class CLikePrinter:
         if method is None:
             raise CodegenError(
                 f"{self.func_name}: {type(s).__name__} must be lowered before code generation "
-                "(run tilewright.transform.pipeline.lower_module first)"
+                "(build with tw.build or lower with tw.lower first)"
             )
         method(s)
 

@@ -303,8 +303,8 @@ def vector_accessed_buffers(func: PrimFunc) -> set[Var]:
             isinstance(i, Ramp) for i in node.indices
         ):
             found.add(node.buffer.data)
-        if intrinsics.ADDRESS_OF.matches(node):
-            for arg in cast(Call, node).args:
+        if isinstance(node, Call) and intrinsics.ADDRESS_OF.matches(node):
+            for arg in node.args:
                 if isinstance(arg, BufferLoad):
                     found.add(arg.buffer.data)
 

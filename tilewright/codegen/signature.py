@@ -1,15 +1,14 @@
-"""PrimFunc → ``FuncSignature``: the argument list a generated kernel takes, as plain data.
+"""Lowered PrimFunc → ``FuncSignature``: the argument list a generated kernel takes.
 
-The signature is the contract between code generators and runtimes: one argument per
-parameter (a pointer for a buffer, a value for a scalar), then one ``int64`` per symbolic
-variable of the buffer shapes and strides that is not itself a parameter, in order of first
-appearance. It serializes to JSON so that an exported library can be loaded without its IR.
+The signature (``tilewright.artifact.signature``) is the contract between code generators
+and runtimes: one argument per parameter (a pointer for a buffer, a value for a scalar),
+then one ``int64`` per symbolic variable of the buffer shapes and strides that is not itself
+a parameter, in order of first appearance.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
+from tilewright.artifact.signature import Dim, FuncSignature, ParamSpec, SignatureError
 from tilewright.ir import (
     Add,
     BinaryOp,
@@ -27,8 +26,6 @@ from tilewright.ir import (
     post_order_visit,
 )
 
-# A dimension: a constant, a symbolic variable's name, or (op, lhs, rhs) over dimensions.
-Dim = int | str | tuple
 _DIM_OPS: dict[type, str] = {
     Add: "add",
     Sub: "sub",
@@ -39,65 +36,7 @@ _DIM_OPS: dict[type, str] = {
     Max: "max",
 }
 
-
-class SignatureError(ValueError):
-    """A function whose arguments no runtime could check or pass."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ParamSpec:
-    """One parameter: a buffer (``shape`` set) or a scalar (``shape is None``).
-
-    ``strides`` is ``None`` for a compact row-major buffer; ``written`` says whether the
-    kernel stores into the buffer (a read-only array is refused only then); ``align`` is the
-    byte alignment the kernel's vector accesses need of the buffer's first element.
-    """
-
-    name: str
-    dtype: str
-    shape: tuple[Dim, ...] | None = None
-    strides: tuple[Dim, ...] | None = None
-    written: bool = False
-    align: int = 1
-
-    @property
-    def is_buffer(self) -> bool:
-        return self.shape is not None
-
-
-@dataclasses.dataclass(frozen=True)
-class FuncSignature:
-    """A kernel's name, its exported symbol, its parameters and its trailing symbolic sizes."""
-
-    name: str
-    symbol: str
-    params: tuple[ParamSpec, ...]
-    sym_vars: tuple[str, ...] = ()
-
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
-
-    @staticmethod
-    def from_json(data: dict) -> FuncSignature:
-        params = tuple(
-            ParamSpec(
-                name=p["name"],
-                dtype=p["dtype"],
-                shape=None if p["shape"] is None else tuple(_dim_from_json(d) for d in p["shape"]),
-                strides=None
-                if p["strides"] is None
-                else tuple(_dim_from_json(d) for d in p["strides"]),
-                written=p["written"],
-            )
-            for p in data["params"]
-        )
-        return FuncSignature(data["name"], data["symbol"], params, tuple(data["sym_vars"]))
-
-
-def _dim_from_json(value: object) -> Dim:
-    if isinstance(value, list):
-        return tuple(_dim_from_json(v) for v in value)
-    return value  # type: ignore[return-value]
+__all__ = ["FuncSignature", "ParamSpec", "SignatureError", "func_signature", "symbolic_vars"]
 
 
 def func_signature(name: str, func: PrimFunc, symbol: str | None = None) -> FuncSignature:

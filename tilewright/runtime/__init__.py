@@ -1,35 +1,44 @@
-"""The runtime: devices, arrays, and modules of compiled kernels (C through ctypes; CUDA and
-OpenCL device modules under a host launcher, in ``gpu_module``)."""
+"""The runtime: devices, arrays, and modules of compiled kernels loaded from artifacts (C
+through ctypes; CUDA and OpenCL device modules under host launch plans, in ``gpu_module``).
+It reads ``tilewright.artifact`` data and never generates code."""
 
 from tilewright.runtime.arguments import check_arguments
 from tilewright.runtime.c_compiler import CompileError, compile_c
-from tilewright.runtime.device import DEVICE_TYPES, Device, cpu, cuda, device, metal, opencl
-from tilewright.runtime.gpu_module import GPUModule, build_gpu_module
-from tilewright.runtime.module import (
-    CModule,
-    Module,
-    PackedFunc,
-    SourceModule,
-    build_c_module,
-    load_module,
+from tilewright.runtime.device import (
+    DEVICE_KINDS,
+    DEVICE_TYPES,
+    Device,
+    DeviceKind,
+    cpu,
+    cuda,
+    device,
+    metal,
+    opencl,
 )
+from tilewright.runtime.gpu_module import DeviceModule, DeviceSourceModule, GPUModule
+from tilewright.runtime.loader import LOADERS, Loader, load, load_module
+from tilewright.runtime.module import CModule, Module, PackedFunc, SourceModule
 from tilewright.runtime.ndarray import NDArray, array, empty, from_dlpack
 from tilewright.runtime.time_evaluator import ProfileResult
 
 __all__ = [
+    "DEVICE_KINDS",
     "DEVICE_TYPES",
+    "LOADERS",
     "CModule",
     "CompileError",
     "Device",
+    "DeviceKind",
+    "DeviceModule",
+    "DeviceSourceModule",
     "GPUModule",
+    "Loader",
     "Module",
     "NDArray",
     "PackedFunc",
     "ProfileResult",
     "SourceModule",
     "array",
-    "build_c_module",
-    "build_gpu_module",
     "check_arguments",
     "compile_c",
     "cpu",
@@ -37,6 +46,7 @@ __all__ = [
     "device",
     "empty",
     "from_dlpack",
+    "load",
     "load_module",
     "metal",
     "opencl",

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tilewright.codegen.signature import Dim, FuncSignature, ParamSpec
+from tilewright.artifact import Dim, FuncSignature, ParamSpec
 from tilewright.ir import DataType
 from tilewright.runtime.device import Device, device
 from tilewright.runtime.ndarray import NDArray, dtype_name, numpy_dtype
@@ -76,7 +76,7 @@ def check_arguments(sig: FuncSignature, args: Sequence[object], dev: Device) -> 
 
 def _view(fn: str, p: ParamSpec, arg: object, dev: Device) -> _ArrayView:
     if isinstance(arg, NDArray):
-        host = arg.host_array() if arg.device.kind == "cpu" else None
+        host = arg.host_array() if arg.device.is_host else None
         view = _ArrayView(host, arg.device, arg.shape, arg.dtype, arg)
     elif isinstance(arg, np.ndarray):
         view = _ArrayView(arg, device("cpu"), arg.shape, dtype_name(arg.dtype), arg)
@@ -86,12 +86,13 @@ def _view(fn: str, p: ParamSpec, arg: object, dev: Device) -> _ArrayView:
             where = device(int(code), int(index))
         except ValueError:
             where = Device(int(code), int(index))
-        on_gpu = where.kind == "cuda" and dev.kind == "cuda"
+        info, runs_on = where.kind_info, dev.kind_info
+        on_gpu = info is not None and info.cuda_pointers and info == runs_on
         if on_gpu and _is_torch(arg):
             view = _torch_view(fn, p, arg, where)
         elif on_gpu and hasattr(arg, "__cuda_array_interface__"):
             view = _cuda_view(fn, p, arg, where)
-        elif where.kind != "cpu":
+        elif not where.is_host:
             raise ValueError(f"{fn}: argument {p.name} is on {where} but the kernel runs on {dev}")
         else:
             host = np.from_dlpack(arg)
@@ -103,8 +104,8 @@ def _view(fn: str, p: ParamSpec, arg: object, dev: Device) -> _ArrayView:
             f"{fn}: argument {p.name} must be an array (tilewright NDArray, numpy.ndarray or a "
             f"DLPack tensor), got {type(arg).__name__}"
         )
-    if not _same_device(view.device, dev):
-        runs_on = dev.kind if dev.kind == "cpu" else str(dev)
+    if not dev.same_memory(view.device):
+        runs_on = dev.kind if dev.is_host else str(dev)
         raise ValueError(
             f"{fn}: argument {p.name} is on {view.device} but the kernel runs on {runs_on}"
         )
@@ -182,11 +183,6 @@ def _cuda_view(fn: str, p: ParamSpec, arg: object, where: Device) -> _ArrayView:
     if p.written and info["data"][1]:
         raise ValueError(f"{fn}: argument {p.name} is read-only but the kernel writes it")
     return _ArrayView(None, where, shape, dtype, arg)
-
-
-def _same_device(a: Device, b: Device) -> bool:
-    # Every CPU array is reachable from a CPU kernel, whatever its index.
-    return a.kind == b.kind and (a.kind == "cpu" or a.device_id == b.device_id)
 
 
 def _format(dims: tuple[Dim, ...]) -> str:

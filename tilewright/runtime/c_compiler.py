@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from tilewright import config
+from tilewright.artifact import atomic_write
 
 
 class CompileError(RuntimeError):
@@ -123,17 +124,3 @@ def _message(name: str, command: list[str], stderr: str, source: str, filename: 
 def atomic_copy(src: Path, dst: Path) -> None:
     """Copy ``src`` to ``dst`` so that readers see either nothing or the whole file."""
     atomic_write(dst, src.read_bytes(), mode=0o755)
-
-
-def atomic_write(dst: Path, data: str | bytes, mode: int = 0o644) -> None:
-    """Write ``dst`` through a temporary file in the same directory and a rename."""
-    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode() if isinstance(data, str) else data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, dst)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -1,30 +1,25 @@
 """Runtime modules: compiled kernels you can call, time, export and load back.
 
-``Module`` is the base (source text, imported modules, ``time_evaluator``); ``CModule``
-holds a shared library loaded with ctypes; ``SourceModule`` holds device source only.
+``Module`` is the base (source text, imported modules, ``time_evaluator``,
+``export_library``); ``CModule`` holds a shared library loaded with ctypes from a C
+``Artifact``; ``SourceModule`` holds source only.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from tilewright import config
-from tilewright.codegen.c import generate_c
-from tilewright.codegen.signature import FuncSignature
-from tilewright.ir import DataType, IRModule
+from tilewright.artifact import Artifact, FuncSignature, atomic_write
+from tilewright.ir import DataType
 from tilewright.runtime.arguments import check_arguments
-from tilewright.runtime.c_compiler import atomic_copy, atomic_write, compile_c
 from tilewright.runtime.device import Device, cpu
-from tilewright.runtime.time_evaluator import ProfileResult, time_evaluator
-from tilewright.target import Target
+from tilewright.runtime.time_evaluator import ProfileResult, stage_table, time_evaluator
 
-_FORMAT = "tilewright.c_module"
 _CTYPES = {
     "bool": ctypes.c_bool,
     "int8": ctypes.c_int8,
@@ -99,6 +94,8 @@ class Module:
         self._source = source
         self.format = fmt
         self.imported_modules: list[Module] = list(imported_modules)
+        self.artifact: Artifact | None = None  # what it was loaded from, when built
+        self.build_times: dict[str, float] = {}  # stage → seconds, when tw.build made it
 
     def get_source(self, fmt: str = "") -> str:
         """The source this module was built from (``fmt`` is accepted for TVM compatibility)."""
@@ -117,6 +114,18 @@ class Module:
         """The names of the callable functions, in module order."""
         return []
 
+    def build_report(self) -> str:
+        """The time ``tw.build`` spent in each stage, as a table.
+
+        Example::
+
+            >>> print(tw.build(mod, "c").build_report())
+            stage             ms   share
+            lower_blocks   0.412    1.0%
+            ...
+        """
+        return stage_table(self.build_times)
+
     def __getitem__(self, name: str) -> PackedFunc:
         return self.get_function(name)
 
@@ -124,8 +133,17 @@ class Module:
         return name in self.function_names()
 
     def export_library(self, path: str | Path) -> Path:
-        """Write this module as a loadable library (modules with a compiled library only)."""
-        raise RuntimeError(f"a {self.type_key} module has no library to export to {path}")
+        """Write the built module to ``path`` (the library, cubin or source) and its
+        description to ``path + ".json"``; ``tw.runtime.load_module(path)`` loads it back.
+
+        Example::
+
+            >>> rt_mod.export_library("/tmp/add.so")
+            >>> tw.runtime.load_module("/tmp/add.so")["main"](a, b)
+        """
+        if self.artifact is None:
+            raise RuntimeError(f"a {self.type_key} module has no built artifact to export")
+        return self.artifact.save(path)
 
     def import_module(self, other: Module) -> None:
         """Attach ``other`` (device code, say) to ``imported_modules``."""
@@ -178,20 +196,14 @@ class CModule(Module):
 
     type_key = "c"
 
-    def __init__(
-        self,
-        library: Path,
-        source: str,
-        signatures: dict[str, FuncSignature],
-        target: str = "c",
-    ) -> None:
-        super().__init__(source, "c")
-        self.library_path = Path(library)
-        self.signatures = dict(signatures)
-        self.target = target
+    def __init__(self, artifact: Artifact) -> None:
+        super().__init__(artifact.source, "c")
+        self.artifact = artifact
+        self.signatures = {sig.name: sig for sig in artifact.functions}
+        self.target = artifact.target
+        self.library_path = _materialize(artifact)
         self._lib = ctypes.CDLL(str(self.library_path))
         self._functions: dict[str, PackedFunc] = {}
-        self.build_times: dict[str, float] = {}
 
     def function_names(self) -> list[str]:
         return list(self.signatures)
@@ -216,64 +228,13 @@ class CModule(Module):
         name = "main" if "main" in self.signatures else next(iter(self.signatures))
         self.get_function(name)(*args)
 
-    def export_library(self, path: str | Path) -> Path:
-        """Write the shared library to ``path`` and its description to ``path + ".json"``.
 
-        Example::
-
-            >>> rt_mod.export_library("/tmp/add.so")
-            >>> tw.runtime.load_module("/tmp/add.so")["main"](a, b)
-        """
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_copy(self.library_path, out)
-        meta = {
-            "format": _FORMAT,
-            "version": 1,
-            "target": self.target,
-            "functions": [sig.to_json() for sig in self.signatures.values()],
-            "source": self.get_source(),
-        }
-        atomic_write(_meta_path(out), json.dumps(meta, indent=1))
-        return out
-
-
-def build_c_module(mod: IRModule, name: str = "main", target: Target | str = "c") -> CModule:
-    """Generate C for a lowered module, compile it (cached) and load it.
-
-    When ``tilewright.config.dump_dir`` is set, the source is also written there as
-    ``<name>.source.c``.
-
-    Arguments:
-        mod: the output of ``tilewright.transform.pipeline.lower_module(mod, "c")``.
-        name: a label for compile errors, dumps and the cached source file.
-        target: the target (or its spelling), recorded in exported libraries.
-
-    The returned module's ``build_times`` holds the seconds spent generating C
-    (``codegen``), compiling it (``compile``, near zero on a cache hit) and loading it.
-
-    Example::
-
-        >>> rt_mod = build_c_module(lower_module(mod, "c"))
-        >>> rt_mod["main"](a, b, c)
-        >>> rt_mod.build_times["compile"]
-    """
-    start = time.perf_counter()
-    source = generate_c(mod)
-    generated = time.perf_counter()
-    dump_dir = config.get().dump_dir
-    if dump_dir is not None:
-        Path(dump_dir).mkdir(parents=True, exist_ok=True)
-        atomic_write(Path(dump_dir) / f"{name}.source.c", source.text)
-    library = compile_c(source.text, name)
-    compiled = time.perf_counter()
-    module = CModule(library, source.text, source.signatures, str(target))
-    module.build_times = {
-        "codegen": generated - start,
-        "compile": compiled - generated,
-        "load": time.perf_counter() - compiled,
-    }
-    return module
+def _materialize(artifact: Artifact) -> Path:
+    """The shared library of ``artifact`` as a file (content-addressed in the cache)."""
+    path = Path(config.get().cache_dir) / "artifacts" / f"{artifact.digest}.so"
+    if not path.exists():
+        atomic_write(path, artifact.binary, mode=0o755)
+    return path
 
 
 def _c_launcher(
@@ -302,31 +263,3 @@ def _c_launcher(
         return run
 
     return launcher
-
-
-def _meta_path(path: Path) -> Path:
-    return path.with_name(path.name + ".json")
-
-
-def load_module(path: str | Path) -> Module:
-    """Load a library written by ``export_library``.
-
-    Example::
-
-        >>> m = tw.runtime.load_module("/tmp/add.so")
-        >>> m["main"](a, b)
-    """
-    library = Path(path)
-    meta_file = _meta_path(library)
-    if not library.exists():
-        raise FileNotFoundError(f"load_module: no library at {library}")
-    if not meta_file.exists():
-        raise FileNotFoundError(
-            f"load_module: {library} has no description {meta_file.name}; "
-            "export it with Module.export_library"
-        )
-    meta = json.loads(meta_file.read_text())
-    if meta.get("format") != _FORMAT:
-        raise ValueError(f"load_module: {meta_file} is not a tilewright module description")
-    signatures = {f["name"]: FuncSignature.from_json(f) for f in meta["functions"]}
-    return CModule(library, meta.get("source", ""), signatures, meta.get("target", "c"))

@@ -147,7 +147,8 @@ class NDArray:
     @property
     def __cuda_array_interface__(self) -> dict[str, object]:
         """The CUDA array interface of an array on a CUDA device (torch and cupy read it)."""
-        if self._device.kind != "cuda" or self._buffer is None:
+        info = self._device.kind_info
+        if info is None or not info.cuda_pointers or self._buffer is None:
             raise AttributeError("only arrays on a CUDA device have __cuda_array_interface__")
         return {
             "shape": self._shape,
@@ -195,25 +196,12 @@ def array(
     values = _to_numpy(data)
     if dtype is not None:
         values = values.astype(numpy_dtype(dtype))
-    if target.kind != "cpu":
+    if not target.is_host:
         host = np.ascontiguousarray(values)
-        buffer = _device_allocator(target)(host.nbytes, target.device_id)
+        buffer = target.allocator()(host.nbytes, target.device_id)
         buffer.copy_from_host(host)  # type: ignore[attr-defined]
         return NDArray.from_device_buffer(buffer, host.shape, dtype_name(host.dtype), target)
     return NDArray(np.array(values, order="C", copy=True), target)
-
-
-def _device_allocator(target: Device) -> Any:
-    """The buffer class of ``target``'s runtime (imported on first use: both are optional)."""
-    if target.kind == "cuda":
-        from tilewright.runtime.cuda_runtime.memory import DeviceAllocation
-
-        return DeviceAllocation
-    if target.kind == "opencl":
-        from tilewright.runtime.opencl_runtime import CLBuffer
-
-        return CLBuffer
-    raise RuntimeError(f"tilewright has no runtime for {target}; arrays live on cpu, cuda, opencl")
 
 
 def empty(shape: Sequence[int] | int, dtype: str = "float32", dev: Device | None = None) -> NDArray:
@@ -226,9 +214,9 @@ def empty(shape: Sequence[int] | int, dtype: str = "float32", dev: Device | None
     """
     dims = (shape,) if isinstance(shape, int) else tuple(shape)
     target = dev or cpu(0)
-    if target.kind != "cpu":
+    if not target.is_host:
         nbytes = int(np.prod(dims, dtype=np.int64)) * numpy_dtype(dtype).itemsize
-        buffer = _device_allocator(target)(nbytes, target.device_id)
+        buffer = target.allocator()(nbytes, target.device_id)
         return NDArray.from_device_buffer(buffer, dims, dtype, target)
     return NDArray(np.empty(dims, dtype=numpy_dtype(dtype)), target)
 
@@ -246,13 +234,13 @@ def from_dlpack(tensor: object) -> NDArray:
 
 def _to_numpy(data: object) -> np.ndarray:
     if isinstance(data, NDArray):
-        return data.host_array() if data.device.kind == "cpu" else data.numpy()
+        return data.host_array() if data.device.is_host else data.numpy()
     if isinstance(data, np.ndarray):
         return data
     if hasattr(data, "__dlpack_device__") and hasattr(data, "__dlpack__"):
         code, index = data.__dlpack_device__()
         where = device(int(code), int(index))
-        if where.kind != "cpu":
+        if not where.is_host:
             raise ValueError(f"cannot read a tensor on {where} without a {where.kind} runtime")
         return np.from_dlpack(data)
     return np.asarray(data)

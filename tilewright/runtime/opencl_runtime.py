@@ -10,11 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from tilewright.artifact import Artifact, Launch
 from tilewright.ir import DataType
 from tilewright.runtime.device import Device
-from tilewright.runtime.device import opencl as opencl_device
-from tilewright.runtime.launch_plan import Launch
-from tilewright.runtime.module import Module
+from tilewright.runtime.gpu_module import DeviceModule
 from tilewright.runtime.ndarray import NDArray
 
 # Each numpy scalar type converts the argument value itself (or refuses it).
@@ -202,7 +201,7 @@ def measure(run: object, count: int, index: int = 0) -> float:
     return time.perf_counter() - start
 
 
-class OpenCLModule(Module):
+class OpenCLModule(DeviceModule):
     """Device code for OpenCL: ``get_source()`` is the OpenCL C; built on first use.
 
     Example::
@@ -212,16 +211,14 @@ class OpenCLModule(Module):
 
     type_key = "opencl"
 
-    def __init__(self, source: str, param_types: dict[str, list[str | None]]) -> None:
-        super().__init__(source, "opencl")
-        self.param_types = param_types  # kernel → per parameter: None (buffer) or a dtype
-        self.device: Device = opencl_device(0)
+    def __init__(self, artifact: Artifact, dev: Device) -> None:
+        super().__init__(artifact, dev)
         self._program: CLProgram | None = None
 
     def prepare(self) -> None:
         """Raise ``OpenCLError`` unless an OpenCL device can run these kernels."""
         if self._program is None:
-            self._program = CLProgram(self._source, list(self.param_types), self.device.device_id)
+            self._program = CLProgram(self._source, list(self.kernels), self.device.device_id)
 
     def runner(self, launches: Sequence[Launch], values: Sequence[object]) -> Callable[[], None]:
         """A function enqueueing ``launches`` on the device's queue."""
@@ -229,9 +226,9 @@ class OpenCLModule(Module):
         program = self._program
         assert program is not None
         for item in launches:
-            if len(self.param_types[item.kernel]) != len(item.args):
+            if len(self.kernels[item.kernel].params) != len(item.args):
                 raise OpenCLError(
-                    f"kernel {item.kernel} takes {len(self.param_types[item.kernel])} "
+                    f"kernel {item.kernel} takes {len(self.kernels[item.kernel].params)} "
                     f"arguments; the host passes {len(item.args)}"
                 )
         for value in values:
@@ -245,7 +242,7 @@ class OpenCLModule(Module):
                     item.grid,
                     item.block,
                     [a.buffer if isinstance(a, NDArray) else a for a in item.args],
-                    self.param_types[item.kernel],
+                    list(self.kernels[item.kernel].params),
                 )
 
         run.arguments = values  # type: ignore[attr-defined]  # keeps the buffers alive

@@ -103,3 +103,17 @@ def time_evaluator(
         return ProfileResult(tuple(results), count)
 
     return evaluate
+
+
+def stage_table(times: dict[str, float]) -> str:
+    """Seconds per stage as an aligned table of milliseconds and shares of the total.
+
+    Example: ``print(stage_table({"codegen": 0.002, "compile": 0.038}))``.
+    """
+    total = sum(times.values()) or 1.0
+    width = max((len(name) for name in times), default=5)
+    rows = [f"{'stage':<{width}}  {'ms':>9}  {'share':>6}"]
+    for name, seconds in times.items():
+        rows.append(f"{name:<{width}}  {seconds * 1e3:9.3f}  {seconds / total:6.1%}")
+    rows.append(f"{'total':<{width}}  {sum(times.values()) * 1e3:9.3f}  {1:6.1%}")
+    return "\n".join(rows)

@@ -1,6 +1,6 @@
-"""Targets: what a program is built for (kind, arch, limits), by string, dict or tag."""
+"""Targets: what a program is built for (kind, arch, limits), by string, dict, tag or kind."""
 
-from tilewright.target.tags import TAGS, list_tags
+from tilewright.target.tags import KINDS, TAGS, KindSpec, list_tags
 from tilewright.target.target import Target, TargetKind
 
-__all__ = ["TAGS", "Target", "TargetKind", "list_tags"]
+__all__ = ["KINDS", "TAGS", "KindSpec", "Target", "TargetKind", "list_tags"]

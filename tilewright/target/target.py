@@ -7,9 +7,18 @@ import os
 import shlex
 from collections.abc import Mapping
 
-from tilewright.target.tags import KIND_ALIASES, KIND_DEFAULTS, TAGS
+from tilewright.target.tags import KIND_ALIASES, TAGS, KindSpec
 
-_INT_ATTRS = ("max_num_threads", "max_shared_memory_per_block", "thread_warp_size", "num_cores")
+_INT_ATTRS = (
+    "max_num_threads",
+    "max_shared_memory_per_block",
+    "max_static_shared_memory_per_block",
+    "thread_warp_size",
+    "num_cores",
+    "max_thread_z",  # per-axis limits; 0: none beyond max_num_threads
+    "max_grid_y",
+    "max_grid_z",
+)
 _STR_ATTRS = ("arch", "mcpu", "mtriple", "keys", "libs", "model", "device")
 # Targets made current by `with Target(...)`, innermost last.
 _current: contextvars.ContextVar[tuple[Target, ...]] = contextvars.ContextVar(
@@ -33,7 +42,8 @@ class Target:
     Arguments:
         target: a string such as ``"c"``, ``"llvm"`` (an alias of ``"c"``), ``"cuda"``,
             ``"cuda -arch=sm_80"``, a tag such as ``"nvidia/h200"``, a dict with a ``"kind"``
-            (or ``"tag"``) key and attributes, or another ``Target``.
+            (or ``"tag"``) key and attributes, another ``Target``, or a ``KindSpec`` (a kind
+            that a backend row defines, with its defaults).
         host: the target of the host code for a device target; ``Target("c")`` by default.
 
     Example::
@@ -47,13 +57,18 @@ class Target:
     """
 
     kind: TargetKind
+    kind_spec: KindSpec
     spelling: str
     tag: str
     arch: str
     max_num_threads: int
     max_shared_memory_per_block: int
+    max_static_shared_memory_per_block: int
     thread_warp_size: int
     num_cores: int
+    max_thread_z: int
+    max_grid_y: int
+    max_grid_z: int
     mcpu: str
     mtriple: str
     keys: str
@@ -64,7 +79,7 @@ class Target:
 
     def __init__(
         self,
-        target: str | Mapping[str, str | int] | Target,
+        target: str | Mapping[str, str | int] | Target | KindSpec,
         host: str | Mapping[str, str | int] | Target | None = None,
     ) -> None:
         if isinstance(target, Target):
@@ -72,29 +87,35 @@ class Target:
             if host is not None:
                 self.host = Target(host)
             return
-        head, options = _split(target)
         tag = ""
-        if head in TAGS:
-            tag = head
-            settings = dict(TAGS[head])
-            kind_spelling = str(settings.pop("kind"))
-        elif head in KIND_ALIASES:
-            kind_spelling = head
-            settings = {}
+        if isinstance(target, KindSpec):
+            spec, head, options, settings = target, target.name, {}, {}
+            kind_spelling = spec.name
         else:
-            raise ValueError(
-                f"unknown target {head!r}; known kinds: {', '.join(KIND_ALIASES)}; "
-                f"known tags: {', '.join(sorted(TAGS))}"
-            )
-        kind = KIND_ALIASES[kind_spelling]
+            head, options = _split(target)
+            if head in TAGS:
+                tag = head
+                settings = dict(TAGS[head])
+                kind_spelling = str(settings.pop("kind"))
+            elif head in KIND_ALIASES:
+                kind_spelling = head
+                settings = {}
+            else:
+                raise ValueError(
+                    f"unknown target {head!r}; known kinds: {', '.join(KIND_ALIASES)}; "
+                    f"known tags: {', '.join(sorted(TAGS))}"
+                )
+            spec = KIND_ALIASES[kind_spelling]
         values: dict[str, str | int] = {key: "" for key in _STR_ATTRS}
-        values.update(KIND_DEFAULTS[kind])
+        values.update(dict.fromkeys(_INT_ATTRS, 0))
+        values.update(spec.defaults)
         values.update(settings)
         for key, value in options.items():
             values[key] = _coerce(head, key, value)
-        if kind == "c" and not values["num_cores"]:
+        if spec.host_kind is None and not values["num_cores"]:
             values["num_cores"] = os.cpu_count() or 1
-        self.kind = TargetKind(kind)
+        self.kind = TargetKind(spec.name)
+        self.kind_spec = spec
         self.spelling = kind_spelling
         self.tag = tag
         self._options = dict(options)
@@ -103,7 +124,7 @@ class Target:
         if host is not None:
             self.host = Target(host)
         else:
-            self.host = None if kind == "c" else Target("c")
+            self.host = None if spec.host_kind is None else Target(spec.host_kind)
 
     @staticmethod
     def current(allow_none: bool = True) -> Target | None:

@@ -1,7 +1,8 @@
 """Lowering passes: scheduled PrimFuncs (blocks, N-d buffers) → the lowered form codegen reads.
 
 Each pass is a function ``PrimFunc -> PrimFunc`` in a module named for it;
-``lower_module`` runs them in order (see ``pipeline.py``) and can dump every stage.
+``cpu_stages(target)`` and ``gpu_stages(target)`` (``pipeline.py``) are the ordered lists a
+backend names, and ``lower_module`` runs one, timing and dumping every stage.
 
 The lowered form (the contract with code generation, checked by ``verify_lowered``):
 
@@ -28,15 +29,16 @@ The lowered form (the contract with code generation, checked by ``verify_lowered
 
 For GPU kinds (``cuda``, ``opencl``, ``metal``) the lowered module holds, for each source
 function ``f``, a host function ``f`` (same params and N-d ``buffer_map``) whose body only
-launches kernels (``tw.launch_kernel``) and device functions ``f_kernel``, ``f_kernel_1``, ...
-(attribute ``tir.is_kernel``) whose bodies are in the form above with thread-bound loops kept,
-``shared``/``local`` buffers compacted and ``tw.sync_threads`` barriers; see
+launches kernels (``intrinsics.LAUNCH_KERNEL``) and device functions ``f_kernel``,
+``f_kernel_1``, ... (attribute ``tir.is_kernel``) whose bodies are in the form above with
+thread-bound loops kept,
+``shared``/``local`` buffers compacted and ``intrinsics.SYNC_THREADS`` barriers; see
 ``split_host_device``.
 
 Example::
 
-    >>> from tilewright.transform import lower_module
-    >>> lowered = lower_module(mod, "c")
+    >>> from tilewright.transform import cpu_stages, lower_module
+    >>> lowered = lower_module(mod, cpu_stages(Target("c")))   # tw.lower(mod, "c") does this
 """
 
 from tilewright.transform.compact_buffer_allocation import compact_buffer_allocation
@@ -47,21 +49,31 @@ from tilewright.transform.inline_unit_loops import inline_unit_loops
 from tilewright.transform.lower_blocks import lower_blocks
 from tilewright.transform.lower_init_block import lower_init_block
 from tilewright.transform.lower_vectorized import is_aligned_ramp, lower_vectorized
-from tilewright.transform.pipeline import Stage, lower_module, stages
+from tilewright.transform.pipeline import (
+    Stage,
+    StageLog,
+    add_note,
+    cpu_stages,
+    gpu_stages,
+    lower_module,
+)
 from tilewright.transform.plan_buffer_allocation import plan_buffer_allocation
 from tilewright.transform.remove_no_op import remove_no_op
 from tilewright.transform.simplify import simplify
 from tilewright.transform.split_host_device import split_host_device
 from tilewright.transform.unroll_loops import unroll_loops
 from tilewright.transform.verify import LoweredFormError, verify_lowered
-from tilewright.transform.verify_gpu_code import GPUCodeError, GPULimits, verify_gpu_code
+from tilewright.transform.verify_gpu_code import GPUCodeError, verify_gpu_code
 
 __all__ = [
     "GPUCodeError",
-    "GPULimits",
     "Kernel",
     "LoweredFormError",
     "Stage",
+    "StageLog",
+    "add_note",
+    "cpu_stages",
+    "gpu_stages",
     "ThreadBindingError",
     "compact_buffer_allocation",
     "find_kernels",
@@ -77,7 +89,6 @@ __all__ = [
     "remove_no_op",
     "simplify",
     "split_host_device",
-    "stages",
     "sync_threads",
     "unroll_loops",
     "verify_gpu_code",

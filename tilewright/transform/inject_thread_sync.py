@@ -21,7 +21,6 @@ from tilewright.ir import (
     AttrStmt,
     BufferLoad,
     BufferStore,
-    Call,
     Evaluate,
     For,
     ForKind,
@@ -37,34 +36,23 @@ from tilewright.ir import (
     Var,
     Visitor,
     collect_vars,
+    intrinsics,
     seq,
     structural_equal,
     substitute,
 )
-from tilewright.ir.dtype import int32
-
-SYNC_OP = "tw.sync_threads"
-
-
-def sync_threads() -> Evaluate:
-    """The block-wide barrier statement (``__syncthreads()`` in CUDA).
-
-    Example::
-
-        >>> sync_threads()   # T.evaluate(T.call("tw.sync_threads"))
-    """
-    return Evaluate(Call(int32, SYNC_OP, ()))
+from tilewright.ir.intrinsics import sync_threads
 
 
 def is_sync(stmt: Stmt) -> bool:
-    """True for the barrier statement made by ``sync_threads``.
+    """True for the barrier statement (``intrinsics.SYNC_THREADS``, ``sync_threads()``).
 
     Example::
 
         >>> is_sync(sync_threads())
         True
     """
-    return isinstance(stmt, Evaluate) and isinstance(stmt.value, Call) and stmt.value.op == SYNC_OP
+    return isinstance(stmt, Evaluate) and intrinsics.SYNC_THREADS.matches(stmt)
 
 
 def inject_thread_sync(func: PrimFunc) -> PrimFunc:

@@ -1,15 +1,25 @@
-"""IRModule as scheduled → IRModule in lowered form: the ordered list of lowering passes."""
+"""IRModule as scheduled → IRModule in lowered form: the ordered lists of lowering passes.
+
+``cpu_stages(target)`` and ``gpu_stages(target)`` are the pass lists a backend row names
+(``tilewright.backend``); ``lower_module(mod, stages)`` runs one over every function.
+``StageLog`` is what every stage of a build shares: it times each stage, dumps the IR
+after it (``TILEWRIGHT_DUMP_DIR``), and adds to any error a note naming the function and
+the stage, keeping the error's own type and message.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from tilewright import config
 from tilewright.ir import IRModule, PrimFunc
+from tilewright.target import Target
 from tilewright.transform.compact_buffer_allocation import compact_buffer_allocation
 from tilewright.transform.flatten_buffers import flatten_buffers
 from tilewright.transform.inject_thread_sync import inject_thread_sync
@@ -33,97 +43,166 @@ Pass = Callable[[PrimFunc], "PrimFunc | IRModule"]
 
 @dataclass(frozen=True)
 class Stage:
-    """One step of the pipeline: a name for dumps and logs, and the pass it runs."""
+    """One step of a pipeline: a name for dumps, timings and errors, and the pass it runs."""
 
     name: str
     run: Pass
 
 
-CPU_TARGET_KINDS = ("c", "llvm")
-GPU_TARGET_KINDS = ("cuda", "opencl", "metal")
+def add_note(err: BaseException, note: str) -> None:
+    """Attach ``note`` to ``err`` (PEP 678; written by hand where Python is 3.10)."""
+    if hasattr(err, "add_note"):
+        err.add_note(note)
+    else:  # Python 3.10: tracebacks will not print it, but pytest and str(notes) see it
+        err.__notes__ = [*getattr(err, "__notes__", []), note]  # type: ignore[attr-defined]  # 3.10 exceptions have no such slot declared
 
 
-def stages(target_kind: str = "c") -> tuple[Stage, ...]:
-    """The lowering stages for ``target_kind``, in the order they run.
+@dataclass
+class StageLog:
+    """Times, dumps and error notes of the stages of one build.
 
-    GPU kinds (``cuda``, ``opencl``, ``metal``) place and shrink shared/local buffers,
-    vectorize, insert barriers, check the kernels against the target and split the function
-    into a host function and its kernels (the last stage returns a module).
+    Attributes:
+        dump_dir: where each stage's output is written (``None``: nowhere).
+        times: seconds spent in each stage, by stage name, in first-run order.
 
     Example::
 
-        >>> [s.name for s in stages("c")][:2]
+        >>> log = StageLog()
+        >>> lowered = lower_module(mod, cpu_stages(Target("c")), log=log)
+        >>> log.times["lower_blocks"]
+    """
+
+    dump_dir: Path | None = field(default_factory=lambda: config.get().dump_dir)
+    times: dict[str, float] = field(default_factory=dict)
+    number: int = 0
+
+    @contextmanager
+    def stage(self, stage: str, function: str) -> Iterator[None]:
+        """Time the enclosed step as ``stage``; errors get a note naming it and ``function``."""
+        logger.debug("building %s: %s", function, stage)
+        start = time.perf_counter()
+        try:
+            yield
+        except Exception as err:
+            add_note(err, f"while building {function!r}, stage {stage}")
+            raise
+        finally:
+            self.times[stage] = self.times.get(stage, 0.0) + time.perf_counter() - start
+
+    def next_number(self) -> int:
+        """The number of the next stage's dump files (``00`` is the input)."""
+        number = self.number
+        self.number += 1
+        return number
+
+    def dump(
+        self,
+        name: str,
+        number: int,
+        stage: str,
+        text: str | Callable[[], str],
+        suffix: str = "txt",
+    ) -> None:
+        """Write ``text`` (or what calling it returns) as
+        ``<dump_dir>/<name>.<NN>_<stage>.<suffix>``."""
+        if self.dump_dir is None:
+            return
+        self.dump_dir.mkdir(parents=True, exist_ok=True)
+        body = text() if callable(text) else text
+        path = self.dump_dir / f"{name}.{number:02d}_{stage}.{suffix}"
+        path.write_text(body.rstrip("\n") + "\n")
+
+
+def cpu_stages(target: Target) -> tuple[Stage, ...]:
+    """The lowering stages of a CPU target, in the order they run.
+
+    Example::
+
+        >>> [s.name for s in cpu_stages(Target("c"))][:2]
         ['lower_init_block', 'lower_blocks']
     """
-    gpu = target_kind in GPU_TARGET_KINDS
-    if target_kind not in CPU_TARGET_KINDS and not gpu:
-        raise ValueError(
-            f"no lowering pipeline for target kind {target_kind!r}; "
-            f"known kinds: {', '.join(CPU_TARGET_KINDS + GPU_TARGET_KINDS)}"
-        )
-    return tuple(
-        stage
-        for stage, wanted in (
-            (Stage("lower_init_block", lower_init_block), True),
-            (Stage("lower_blocks", lower_blocks), True),
-            (Stage("inline_unit_loops", inline_unit_loops), True),
-            (Stage("plan_buffer_allocation", plan_buffer_allocation), True),
-            (Stage("compact_buffer_allocation", compact_buffer_allocation), True),
-            (Stage("flatten_buffers", flatten_buffers), True),
-            (Stage("unroll_loops", unroll_loops), gpu),
-            (Stage("simplify", simplify), True),
-            (Stage("lower_vectorized", lower_vectorized), gpu),
-            (Stage("inject_thread_sync", inject_thread_sync), gpu),
-            (Stage("remove_no_op", remove_no_op), True),
-            (Stage("verify", verify_lowered), True),
-            (Stage("verify_gpu_code", partial(verify_gpu_code, target_kind=target_kind)), gpu),
-            (Stage("split_host_device", partial(split_host_device, target_kind=target_kind)), gpu),
-            # Host and kernels again: every variable a kernel reads must be a parameter.
-            (Stage("verify_split", verify_lowered), gpu),
-        )
-        if wanted
+    return (
+        Stage("lower_init_block", lower_init_block),
+        Stage("lower_blocks", lower_blocks),
+        Stage("inline_unit_loops", inline_unit_loops),
+        Stage("plan_buffer_allocation", plan_buffer_allocation),
+        Stage("compact_buffer_allocation", compact_buffer_allocation),
+        Stage("flatten_buffers", flatten_buffers),
+        Stage("simplify", simplify),
+        Stage("remove_no_op", remove_no_op),
+        Stage("verify", verify_lowered),
+    )
+
+
+def gpu_stages(target: Target) -> tuple[Stage, ...]:
+    """The lowering stages of a GPU target: shared and local buffers placed and shrunk,
+    loops unrolled and vectorized, barriers inserted, the kernels checked against the target,
+    and each function split into a host function and its kernels (the last stage returns a
+    module).
+
+    Example::
+
+        >>> [s.name for s in gpu_stages(Target("cuda"))][-3:]
+        ['verify_gpu_code', 'split_host_device', 'verify_split']
+    """
+    return (
+        Stage("lower_init_block", lower_init_block),
+        Stage("lower_blocks", lower_blocks),
+        Stage("inline_unit_loops", inline_unit_loops),
+        Stage("plan_buffer_allocation", plan_buffer_allocation),
+        Stage("compact_buffer_allocation", compact_buffer_allocation),
+        Stage("flatten_buffers", flatten_buffers),
+        Stage("unroll_loops", unroll_loops),
+        Stage("simplify", simplify),
+        Stage("lower_vectorized", lower_vectorized),
+        Stage("inject_thread_sync", inject_thread_sync),
+        Stage("remove_no_op", remove_no_op),
+        Stage("verify", verify_lowered),
+        Stage("verify_gpu_code", partial(verify_gpu_code, target=target)),
+        Stage("split_host_device", partial(split_host_device, target=target)),
+        # Host and kernels again: every variable a kernel reads must be a parameter.
+        Stage("verify_split", verify_lowered),
     )
 
 
 def lower_module(
-    mod: IRModule | PrimFunc, target_kind: str = "c", *, dump_dir: Path | str | None = None
+    mod: IRModule | PrimFunc, stages: Sequence[Stage], *, log: StageLog | None = None
 ) -> IRModule:
-    """Lower every function of ``mod`` into the form code generation reads.
+    """Lower every function of ``mod`` through ``stages`` into the form code generation reads.
 
     Args:
         mod: the module, as written or scheduled; a lone function is lowered as ``main``.
-        target_kind: the target's kind (``"c"`` or ``"llvm"`` for the CPU; ``"cuda"``,
-            ``"opencl"`` or ``"metal"``, whose lowered module holds for each function ``f``
-            a host function ``f`` and its kernels ``f_kernel``, ``f_kernel_1``, ...).
-        dump_dir: when set (default: ``tilewright.config.get().dump_dir``), each function's
-            IR is written before the first stage and after each one as
-            ``<dump_dir>/<kernel>.<NN>_<stage>.txt``.
+        stages: the pass list (a backend's ``lowering(target)``: ``cpu_stages`` or
+            ``gpu_stages``); a GPU list leaves, for each function ``f``, a host function ``f``
+            and its kernels ``f_kernel``, ``f_kernel_1``, ...
+        log: times and dumps the stages (by default a new ``StageLog``, which dumps to
+            ``tilewright.config.get().dump_dir`` when set: each function's IR before the
+            first stage and after each one, as ``<dump_dir>/<function>.<NN>_<stage>.txt``).
 
     Example::
 
-        >>> lowered = lower_module(mod, "c", dump_dir="/tmp/ir")
-        >>> # writes /tmp/ir/main.00_input.txt, main.01_lower_init_block.txt, ...
+        >>> lowered = lower_module(mod, cpu_stages(Target("c")))
+        >>> # TILEWRIGHT_DUMP_DIR=/tmp/ir: /tmp/ir/main.00_input.txt, main.01_lower_init_block.txt
     """
-    pipeline = stages(target_kind)
+    log = log or StageLog()
     if isinstance(mod, PrimFunc):
         mod = IRModule({"main": mod})
-    directory = Path(dump_dir) if dump_dir is not None else config.get().dump_dir
+    splits = any(stage.name == "split_host_device" for stage in stages)
+    if log.number == 0:
+        for name, func in mod.items():
+            log.dump(name, 0, "input", func.script)
+        log.number = 1
+    first = log.number
     lowered: dict[str, PrimFunc] = {}
     for name, func in mod.items():
-        splits = any(stage.name == "split_host_device" for stage in pipeline)
         if splits and func.attr("global_symbol") is None:
             func = func.with_attr("global_symbol", name)  # kernels are named after it
-        _dump(directory, name, 0, "input", func)
         current = [(name, func)]
-        for number, stage in enumerate(pipeline, start=1):
-            logger.debug("lowering %s: %s", name, stage.name)
+        for number, stage in enumerate(stages, start=first):
             produced: list[tuple[str, PrimFunc]] = []
             for part_name, part in current:
-                try:
+                with log.stage(stage.name, part_name):
                     result = stage.run(part)
-                except ValueError as err:
-                    # Passes name the block, buffer or variable; add which function and stage.
-                    raise type(err)(f"lowering {name!r}, stage {stage.name}: {err}") from err
                 parts: list[tuple[str, PrimFunc]]
                 if isinstance(result, IRModule):
                     # The host function keeps the source's name; kernels follow it.
@@ -132,28 +211,12 @@ def lower_module(
                 else:
                     parts = [(part_name, result)]
                 for out_name, out in parts:
-                    _dump(directory, out_name, number, stage.name, out)
+                    log.dump(out_name, number, stage.name, out.script)
                     produced.append((out_name, out))
             current = produced
         for out_name, out in current:
             if out_name in lowered:
                 raise ValueError(f"lowering {name!r}: function name {out_name!r} is taken twice")
             lowered[out_name] = out
+    log.number = first + len(stages)
     return IRModule(lowered)
-
-
-def _dump(directory: Path | None, kernel: str, number: int, stage: str, func: PrimFunc) -> None:
-    if directory is None:
-        return
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{kernel}.{number:02d}_{stage}.txt"
-    path.write_text(_text(func) + "\n")
-
-
-def _text(func: PrimFunc) -> str:
-    try:
-        return func.script()
-    except ImportError as err:
-        # The printer lives in a later package; a dump without it still records the stage.
-        logger.warning("IR dump without the printer (%s)", err)
-        return f"# printer unavailable: {err}\n{func!r}"

@@ -5,6 +5,8 @@ sequence (with the source's top-level ``LetStmt`` bindings) of
 
     ``T.evaluate(T.call("tw.launch_kernel", name, gx, gy, gz, bx, by, bz, dyn_shared, *args))``
 
+(``intrinsics.LAUNCH_KERNEL``).
+
 Each kernel is a device function ``f_kernel`` (``f_kernel_1``, ...): one handle parameter per
 buffer it uses (bound in ``buffer_map`` to the flat buffer the body indexes), then the scalars
 it reads; its body is the thread-bound nest, loops kept; its attributes give the launch extents
@@ -18,7 +20,6 @@ from tilewright.ir import (
     Buffer,
     BufferLoad,
     BufferStore,
-    Call,
     Evaluate,
     For,
     IntImm,
@@ -33,10 +34,12 @@ from tilewright.ir import (
     Var,
     Visitor,
     attrs,
+    intrinsics,
     seq,
 )
 from tilewright.ir.dtype import handle, int32
 from tilewright.ir.stmt import AttrValue
+from tilewright.target import Target
 from tilewright.transform.device_kernels import (
     BLOCK_TAGS,
     GRID_TAGS,
@@ -47,25 +50,25 @@ from tilewright.transform.device_kernels import (
 )
 from tilewright.transform.verify_gpu_code import buffer_bytes
 
-LAUNCH_OP = "tw.launch_kernel"
 
-
-def split_host_device(func: PrimFunc, target_kind: str = "cuda") -> IRModule:
+def split_host_device(func: PrimFunc, target: Target | str) -> IRModule:
     """Split ``func`` into its host function and one device function per kernel.
 
     Args:
         func: a lowered function for a GPU target; code outside thread-bound loops other than
             let bindings is an error (``ThreadBindingError``: "... is not bound to any thread").
-        target_kind: recorded on each kernel as its ``target_kind`` attribute.
+        target: the target; its kind is recorded on each kernel as its ``target_kind``
+            attribute.
 
     Example::
 
-        >>> mod = split_host_device(lowered_vector_add, "cuda")
+        >>> mod = split_host_device(lowered_vector_add, Target("cuda"))
         >>> list(mod)
         ['main', 'main_kernel']
         >>> mod["main_kernel"].attr("thread_extent")
         (('blockIdx.x', 8), ('threadIdx.x', 128))
     """
+    target_kind = str(Target(target).kind)
     name = function_name(func)
     kernels = find_kernels(func, name)
     functions: dict[str, PrimFunc] = {}
@@ -95,7 +98,7 @@ def _launch(kernel: Kernel, device: PrimFunc, args: list[Var]) -> Evaluate:
     dims = [extent(t) for t in GRID_TAGS] + [extent(t) for t in BLOCK_TAGS]
     shared = IntImm(int(device.attr("dyn_shared_memory_bytes", 0)), int32)  # type: ignore[arg-type]
     call_args = (StringImm(kernel.name), *dims, shared, *args)
-    return Evaluate(Call(int32, LAUNCH_OP, call_args))
+    return intrinsics.LAUNCH_KERNEL.stmt(*call_args)
 
 
 def _device_function(

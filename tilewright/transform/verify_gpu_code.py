@@ -2,15 +2,14 @@
 
 Before code generation each kernel must fit the device: threads per block within the target's
 ``max_num_threads`` (and each axis within CUDA's per-axis limits), shared memory within
-``max_shared_memory_per_block``, one extent per thread tag. On CUDA a kernel using more than
-48 KB of static shared memory gets its shared buffers moved to dynamic shared memory
-(``shared.dyn``), the only way to go past that limit.
+``max_shared_memory_per_block``, one extent per thread tag. A kernel using more static shared
+memory than ``max_static_shared_memory_per_block`` (CUDA's 48 KB) gets its shared buffers
+moved to dynamic shared memory (``shared.dyn``), the only way to go past that limit.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from tilewright.ir import (
     Allocate,
@@ -22,75 +21,49 @@ from tilewright.ir import (
     Var,
     pre_order_visit,
 )
+from tilewright.target import Target
 from tilewright.transform.device_kernels import BLOCK_TAGS, Kernel, find_kernels
 
-STATIC_SHARED_LIMIT = 48 * 1024  # bytes of static __shared__ a CUDA kernel may declare
 SHARED_ALIGN = 16  # each dynamic shared buffer starts on a 16-byte boundary
-_AXIS_LIMITS = {"threadIdx.z": 64, "blockIdx.y": 65535, "blockIdx.z": 65535}
+# Thread tag → the target attribute limiting its extent (0 there: no limit of its own).
+_AXIS_LIMITS = {
+    "threadIdx.z": "max_thread_z",
+    "blockIdx.y": "max_grid_y",
+    "blockIdx.z": "max_grid_z",
+}
 
 
 class GPUCodeError(ValueError):
     """A kernel does not fit the target (too many threads, too much shared memory)."""
 
 
-@dataclass(frozen=True)
-class GPULimits:
-    """What a target allows one kernel: its name for messages, kind and limits."""
-
-    name: str
-    kind: str
-    max_num_threads: int
-    max_shared_memory_per_block: int
-
-
-def target_limits(kind: str) -> GPULimits:
-    """The limits of the current target (``with Target(...)``), or of ``kind``'s defaults.
-
-    Example::
-
-        >>> with Target("nvidia/h200"):
-        ...     target_limits("cuda").max_num_threads
-        1024
-    """
-    # target sits beside codegen, after transform; imported on use to keep that order.
-    from tilewright.target import Target
-
-    target = Target.current()
-    if target is None or str(target.kind) != kind:
-        target = Target(kind)
-    return GPULimits(
-        str(target), kind, int(target.max_num_threads), int(target.max_shared_memory_per_block)
-    )
-
-
-def verify_gpu_code(
-    func: PrimFunc, target_kind: str = "cuda", limits: GPULimits | None = None
-) -> PrimFunc:
-    """Check every kernel of ``func`` against the target; return it (shared made dynamic).
+def verify_gpu_code(func: PrimFunc, target: Target | str) -> PrimFunc:
+    """Check every kernel of ``func`` against ``target``; return it (shared made dynamic).
 
     Args:
         func: a lowered function for a GPU target (before ``split_host_device``).
-        target_kind: ``"cuda"``, ``"opencl"`` or ``"metal"``.
-        limits: the limits to check against; by default those of ``Target.current()``.
+        target: the target whose limits apply (``Target("nvidia/h200")``, or a spelling).
 
     Example::
 
-        >>> verify_gpu_code(lowered, "cuda")   # raises GPUCodeError on 2048 threads per block
+        >>> verify_gpu_code(lowered, Target("cuda"))   # GPUCodeError on 2048 threads per block
     """
-    limits = limits or target_limits(target_kind)
+    target = Target(target)
     dynamic: set[Var] = set()
     for kernel in find_kernels(func):
-        _check_threads(kernel, limits)
+        _check_threads(kernel, target)
         _check_scopes(kernel)
         buffers = shared_buffers(kernel.root)
         static = [b for b in buffers if b.scope == "shared"]
         total = sum(buffer_bytes(b) for b in buffers)
-        if total > limits.max_shared_memory_per_block:
+        if total > target.max_shared_memory_per_block:
             raise GPUCodeError(
                 f"kernel {kernel.name} uses {_kb(total)} KB of shared memory; the target "
-                f"{limits.name} allows {_kb(limits.max_shared_memory_per_block)} KB"
+                f"{target} allows {_kb(target.max_shared_memory_per_block)} KB"
             )
-        if target_kind == "cuda" and sum(buffer_bytes(b) for b in static) > STATIC_SHARED_LIMIT:
+        # Past its static limit a kernel's shared memory can only be dynamic (CUDA's 48 KB).
+        static_limit = target.max_static_shared_memory_per_block
+        if static_limit and sum(buffer_bytes(b) for b in static) > static_limit:
             dynamic.update(b.data for b in static)
     if not dynamic:
         return func
@@ -152,7 +125,7 @@ def _kb(size: int) -> str:
     return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
 
 
-def _check_threads(kernel: Kernel, limits: GPULimits) -> None:
+def _check_threads(kernel: Kernel, target: Target) -> None:
     threads = 1
     parts = []
     for tag, extent in kernel.extents.items():
@@ -163,19 +136,19 @@ def _check_threads(kernel: Kernel, limits: GPULimits) -> None:
                     "number of threads per block must be known when the kernel is built"
                 )
             continue
-        limit = _AXIS_LIMITS.get(tag)
-        if limit is not None and extent.value > limit and limits.kind == "cuda":
+        limit = int(getattr(target, _AXIS_LIMITS[tag])) if tag in _AXIS_LIMITS else 0
+        if limit and extent.value > limit:
             raise GPUCodeError(
-                f"kernel {kernel.name}: {tag} has extent {extent.value}; CUDA allows at "
-                f"most {limit} along that axis"
+                f"kernel {kernel.name}: {tag} has extent {extent.value}; the target {target} "
+                f"allows at most {limit} along that axis"
             )
         if tag in BLOCK_TAGS:
             threads *= extent.value
             parts.append(f"{tag}={extent.value}")
-    if threads > limits.max_num_threads:
+    if threads > target.max_num_threads:
         raise GPUCodeError(
             f"kernel {kernel.name} uses {threads} threads per block ({', '.join(parts)}); "
-            f"the target {limits.name} allows {limits.max_num_threads}"
+            f"the target {target} allows {target.max_num_threads}"
         )
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from tilewright.artifact import Artifact, Launch
 from tilewright.runtime.cuda_runtime import driver
-from tilewright.runtime.device import Device, cuda
-from tilewright.runtime.launch_plan import Launch
-from tilewright.runtime.module import Module
+from tilewright.runtime.device import Device
+from tilewright.runtime.gpu_module import DeviceModule
 from tilewright.runtime.ndarray import NDArray
 
 _CTYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
@@ -35,7 +35,7 @@ _CTYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
 }
 
 
-class CUDAModule(Module):
+class CUDAModule(DeviceModule):
     """Device code for CUDA: ``get_source()`` is the CUDA C, ``cubin`` its binary.
 
     Example::
@@ -47,16 +47,10 @@ class CUDAModule(Module):
 
     type_key = "cuda"
 
-    def __init__(
-        self, source: str, cubin: bytes, arch: str, param_types: dict[str, list[str | None]]
-    ) -> None:
-        super().__init__(source, "cuda")
-        self.cubin = cubin
-        self.arch = arch
-        self.param_types = param_types  # kernel → per parameter: None (pointer) or a dtype
-        self.device: Device = cuda(0)
-        # kernel → dynamic shared bytes its code declares (launches get at least this much)
-        self.dyn_shared_bytes: dict[str, int] = {}
+    def __init__(self, artifact: Artifact, dev: Device) -> None:
+        super().__init__(artifact, dev)
+        self.cubin = artifact.binary
+        self.arch = artifact.arch
         self._loaded: driver.LoadedModule | None = None
 
     def prepare(self) -> None:
@@ -71,7 +65,7 @@ class CUDAModule(Module):
 
     def loaded(self) -> driver.LoadedModule:
         if self._loaded is None:
-            label = ", ".join(self.param_types)
+            label = ", ".join(self.kernels)
             self._loaded = driver.LoadedModule(self.cubin, self.device.device_id, label)
         return self._loaded
 
@@ -81,7 +75,7 @@ class CUDAModule(Module):
         module = self.loaded()
         steps = []
         for item in launches:
-            types = self.param_types[item.kernel]
+            types = self.kernels[item.kernel].params
             if len(types) != len(item.args):
                 raise driver.CUDAError(
                     f"kernel {item.kernel} takes {len(types)} arguments; the host passes "
@@ -90,7 +84,7 @@ class CUDAModule(Module):
             packed = driver.KernelArgs(
                 [_ctype(v, t, item.kernel) for v, t in zip(item.args, types)]
             )
-            shared = max(item.dyn_shared_bytes, self.dyn_shared_bytes.get(item.kernel, 0))
+            shared = max(item.dyn_shared_bytes, self.kernels[item.kernel].dyn_shared_bytes)
             function = module.function(item.kernel, shared)
             steps.append((function, dataclasses.replace(item, dyn_shared_bytes=shared), packed))
         index = self.device.device_id
@@ -109,7 +103,7 @@ class CUDAModule(Module):
 
     def measure(self, run: Callable[[], None], count: int) -> float:
         """Seconds for ``count`` calls of ``run``, from CUDA events on its stream."""
-        timer = driver.EventTimer(getattr(run, "stream", 0), ", ".join(self.param_types))
+        timer = driver.EventTimer(getattr(run, "stream", 0), ", ".join(self.kernels))
         try:
             return timer.measure(run, count)
         finally:
