@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from evaluator import run
 
 from tilewright.ir import (
     Broadcast,
@@ -27,7 +28,6 @@ from tilewright.transform import is_aligned_ramp, lower_module, lower_vectorized
 from tilewright.transform.lower_vectorized import known_divisor
 
 from .gpu_programs import load
-from .interpreter import run
 from .programs import arg, loop, store, var
 
 I32 = dtype("int32")

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from evaluator import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,6 @@ from tilewright.ir import (
 )
 from tilewright.transform import lower_module, stages
 
-from .interpreter import run
 from .programs import (
     ALL,
     R,

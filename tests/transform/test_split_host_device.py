@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from evaluator import run_module
 
 from tilewright.ir import (
     Call,
@@ -20,7 +21,6 @@ from tilewright.ir import (
 from tilewright.script import from_source
 from tilewright.transform import ThreadBindingError, lower_module, split_host_device
 
-from .gpu_interpreter import run_module
 from .gpu_programs import load
 
 
