@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from evaluator import run_kernel
 
+from tilewright.layout import S, TileLayout, laneid
 from tilewright.script import tirx as T
 from tilewright.script.tirx import tile as Tx
 from tilewright.tirx.dispatch import DispatchError
-from tilewright.tirx.layout import S, TileLayout, laneid
 from tilewright.tirx.ops import COPY_VARIANTS, FILL_VARIANTS
 from tilewright.tirx.transform import LowerTIRx
 

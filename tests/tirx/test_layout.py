@@ -14,8 +14,7 @@ from tilewright.ir import (
     structural_hash,
 )
 from tilewright.ir.expr import Range
-from tilewright.tirx import layout as tirx_layout
-from tilewright.tirx.layout import (
+from tilewright.layout import (
     Iter,
     LayoutError,
     S,
@@ -26,6 +25,7 @@ from tilewright.tirx.layout import (
     partition,
     warpid,
 )
+from tilewright.tirx import layout as tirx_layout
 
 i32 = dtype("int32")
 

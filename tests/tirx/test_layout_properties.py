@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tilewright.ir import Var, dtype
-from tilewright.tirx.layout import (
+from tilewright.layout import (
     ComposeLayout,
     S,
     SwizzleLayout,

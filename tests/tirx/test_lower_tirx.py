@@ -17,9 +17,9 @@ from tilewright.ir import (
     intrinsics,
     post_order_visit,
 )
+from tilewright.layout import ComposeLayout, S, SwizzleLayout, TileLayout
 from tilewright.script import tirx as T
 from tilewright.script.tirx import tile as Tx
-from tilewright.tirx.layout import ComposeLayout, S, SwizzleLayout, TileLayout
 from tilewright.tirx.transform import LowerTIRx, has_tirx
 
 

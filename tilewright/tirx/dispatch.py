@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tilewright.ir import Buffer, PrimExpr, Stmt
+from tilewright.ir.tile import TileOp
 from tilewright.tirx.operand import flat_view
-from tilewright.tirx.stmt import TileOp
 
 
 class DispatchError(ValueError):

@@ -19,7 +19,6 @@ from tilewright.ir import (
     Buffer,
     BufferLoad,
     BufferStore,
-    Call,
     Evaluate,
     For,
     ForKind,
@@ -37,18 +36,18 @@ from tilewright.ir import (
     pre_order_visit,
 )
 from tilewright.ir.dtype import int32
-from tilewright.tirx.dispatch import Decision, ExecContext, dispatch
-from tilewright.tirx.intrinsics import CTA_SYNC, sync_threads
-from tilewright.tirx.layout.shard import MEMORY
-from tilewright.tirx.operand import buffer_layout, constant_shape, flat_view
-from tilewright.tirx.ops import PRIMITIVES
-from tilewright.tirx.stmt import (
+from tilewright.ir.intrinsics import CTA_SYNC, sync_threads
+from tilewright.ir.tile import (
     WARP_SIZE,
     WARPGROUP_SIZE,
     DeviceEntry,
     ScopeId,
     TileOp,
 )
+from tilewright.layout.shard import MEMORY
+from tilewright.tirx.dispatch import Decision, ExecContext, dispatch
+from tilewright.tirx.operand import buffer_layout, constant_shape, flat_view
+from tilewright.tirx.ops import PRIMITIVES
 
 _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
@@ -244,8 +243,7 @@ class _Lowering(Mutator):
         )
 
     def visit_Evaluate(self, stmt: Evaluate) -> Stmt:
-        value = stmt.value
-        if isinstance(value, Call) and value.op == CTA_SYNC:
+        if CTA_SYNC.matches(stmt):
             return sync_threads()
         return self.generic_visit(stmt)  # type: ignore[return-value]
 
