@@ -19,12 +19,12 @@ sys.path[:0] = [str(_TESTS), str(_TESTS / "tirx")]
 
 import seed_notebook as nb
 from test_lower_tirx import round_trip_kernel
-from tilewright.tirx.layout import ComposeLayout, S, SwizzleLayout, TileLayout
 
 import tilewright as tw
 from tilewright.backend import backend_for
 from tilewright.demo import blocking, blocking_with_shared, cpu_schedule
 from tilewright.target import Target
+from tilewright.tirx.layout import ComposeLayout, S, SwizzleLayout, TileLayout
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 GPU_KINDS = ("cuda", "opencl", "metal")

@@ -1,5 +1,5 @@
 """Checks every schedule test runs: expected IR, trace replay (Python and JSON), printing
-round trip, and numeric equality with the unscheduled program in the block interpreter."""
+round trip, and numeric equality with the unscheduled program in the reference evaluator."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from block_interpreter import run
+from evaluator import run
 from schedule_corpus import Program
 
 import tilewright as tw

@@ -9,7 +9,7 @@ import random
 
 import numpy as np
 import pytest
-from block_interpreter import run
+from evaluator import run
 from schedule_checks import check_fuzzed
 from schedule_corpus import CORPUS, Program
 from test_fuzz_loops import _step as loop_step

@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 import pytest
-from block_interpreter import run
+from evaluator import run
 from gpu_fuzz_schedules import GPU_CORPUS, draw_schedule
 from schedule_checks import check_well_formed
 

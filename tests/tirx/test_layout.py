@@ -1,17 +1,6 @@
 """Unit tests of tile layouts: S[...] spellings, apply, slicing, grouping, canonical forms."""
 
 import pytest
-from tilewright.tirx.layout import (
-    Iter,
-    LayoutError,
-    S,
-    TileLayout,
-    align,
-    contiguous_tail,
-    laneid,
-    partition,
-    warpid,
-)
 
 from tilewright.ir import (
     Add,
@@ -25,6 +14,17 @@ from tilewright.ir import (
     structural_hash,
 )
 from tilewright.ir.expr import Range
+from tilewright.layout import (
+    Iter,
+    LayoutError,
+    S,
+    TileLayout,
+    align,
+    contiguous_tail,
+    laneid,
+    partition,
+    warpid,
+)
 from tilewright.tirx import layout as tirx_layout
 
 i32 = dtype("int32")

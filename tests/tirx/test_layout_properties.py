@@ -6,7 +6,9 @@ import itertools
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tilewright.tirx.layout import (
+
+from tilewright.ir import Var, dtype
+from tilewright.layout import (
     ComposeLayout,
     S,
     SwizzleLayout,
@@ -14,8 +16,6 @@ from tilewright.tirx.layout import (
     align,
     partition,
 )
-
-from tilewright.ir import Var, dtype
 
 FAST = settings(max_examples=60, deadline=None)
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tilewright.tirx.layout import ComposeLayout, S, SwizzleLayout, TileLayout
-from tirx_machine import Machine
+from evaluator import run_kernel
 
-from tilewright.driver import lower
 from tilewright.ir import (
     Call,
     Evaluate,
@@ -16,8 +14,10 @@ from tilewright.ir import (
     ForKind,
     LetStmt,
     assert_structural_equal,
+    intrinsics,
     post_order_visit,
 )
+from tilewright.layout import ComposeLayout, S, SwizzleLayout, TileLayout
 from tilewright.script import tirx as T
 from tilewright.script.tirx import tile as Tx
 from tilewright.tirx.transform import LowerTIRx, has_tirx
@@ -52,9 +52,8 @@ def run(mod, shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
     a = rng.integers(0, 200, size=shape).astype(dtype)
     b = np.zeros(shape, dtype)
-    machine = Machine(mod["main"], {"A": a, "B": b})
-    machine.run()
-    return a, b, machine
+    result = run_kernel(mod["main"], a, b)
+    return a, result.arrays[1], result
 
 
 def test_page_program_lowers_to_the_page_loop():
@@ -103,9 +102,9 @@ def test_dtype_table_and_round_trip(dtype, vec, outer):
         ("gmem_smem", vec, outer)
     }
     assert {d.notes["vec_bytes"] for d in lower.decisions} == {16}
-    a, b, machine = run(mod, (32, 32), dtype)
+    a, b, result = run(mod, (32, 32), dtype)
     np.testing.assert_array_equal(b, a)
-    assert machine.copies == 2 * 32 * outer
+    assert result.effects[intrinsics.COPY_BYTES] == 2 * 32 * outer
 
 
 def test_swizzle_caps_vec_and_routes_offsets():
@@ -117,9 +116,9 @@ def test_swizzle_caps_vec_and_routes_offsets():
     s_off = [let for let in nodes(mod["main"].body, LetStmt) if let.var.name == "s_off"]
     assert len(s_off) == 2
     assert s_off[0].value.op == "bitwise_xor"
-    a, b, machine = run(mod, (32, 32), "float32")
+    a, b, result = run(mod, (32, 32), "float32")
     np.testing.assert_array_equal(b, a)
-    smem = next(iter(machine.shared.values())).view("float32")
+    smem = next(iter(result.shared.values()))
     assert not np.array_equal(smem, a.reshape(-1)), "the swizzle did not permute shared memory"
     assert sorted(smem) == sorted(a.reshape(-1))
 
@@ -165,12 +164,11 @@ def test_target_from_context():
 
 
 def test_lowered_module_goes_through_the_cuda_pipeline():
-
     mod = LowerTIRx("cuda")(round_trip_kernel((32, 32), "float32", TileLayout(S[(32, 32)])))
-    lowered = lower(mod, "cuda")
+    lowered = tw.lower(mod, "cuda")
     kernel = lowered["main_kernel"]
     assert kernel.attr("tir.is_kernel")
-    copies = [c for c in nodes(kernel.body, Call) if c.op == "tw.cuda.copy_bytes"]
+    copies = [c for c in nodes(kernel.body, Call) if intrinsics.COPY_BYTES.matches(c)]
     assert len(copies) == 2
 
 

@@ -1,9 +1,9 @@
 """Unit tests of shared-memory swizzles and their composition with tile layouts."""
 
 import pytest
-from tilewright.tirx.layout import ComposeLayout, LayoutError, S, SwizzleLayout, TileLayout
 
 from tilewright.ir import Call, Var, assert_structural_equal, dtype, structural_equal
+from tilewright.layout import ComposeLayout, LayoutError, S, SwizzleLayout, TileLayout
 
 # 128-byte swizzle, 16-bit elements: 8 rows of 64 elements (128 bytes), 8 chunks of 8 elements
 # (16 bytes) per row. Entry [row][chunk] is the chunk where that logical chunk lands.

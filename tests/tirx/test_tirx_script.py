@@ -4,7 +4,6 @@ and parse back, and bad scope ids, layouts and operands are reported where they 
 from __future__ import annotations
 
 import pytest
-from tilewright.tirx.layout import ComposeLayout, S, SwizzleLayout, TileLayout, laneid
 
 from tilewright.ir import (
     Block,
@@ -15,10 +14,11 @@ from tilewright.ir import (
     SeqStmt,
     assert_structural_equal,
 )
+from tilewright.ir.tile import DeviceEntry, ScopeId, TileOp
+from tilewright.layout import ComposeLayout, S, SwizzleLayout, TileLayout, laneid
 from tilewright.script import ParseError, from_source
 from tilewright.script import tirx as T
 from tilewright.script.tirx import tile as Tx
-from tilewright.tirx import DeviceEntry, ScopeId, TileOp
 from tilewright.tirx.transform import LowerTIRx, TIRxError
 
 shape, dtype = (32, 32), "float32"

@@ -296,7 +296,7 @@ def assert_passes_preserve(program: Program, passes: list[Callable[[PrimFunc], P
     The untransformed program must match the numpy reference; each transformed one must give
     bit-identical results, since the passes change no arithmetic.
     """
-    from .interpreter import run
+    from evaluator import run
 
     inputs = program.inputs(np.random.default_rng(0))
     expected = run(program.func, *inputs)

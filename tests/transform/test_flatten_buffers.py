@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from evaluator import run
 
 from tilewright.ir import (
     Allocate,
@@ -19,7 +20,6 @@ from tilewright.ir import (
 from tilewright.transform import flatten_buffers, lower_blocks, lower_init_block
 from tilewright.transform.flatten_buffers import element_strides, flat_buffer, flat_index
 
-from .interpreter import run
 from .programs import ALL, arg, assert_passes_preserve, const, grid, loop, store, var
 
 

@@ -1,5 +1,5 @@
 """The GPU lowering pipeline end to end: seed programs lowered for cuda/opencl/metal and run
-on the lockstep GPU interpreter against numpy; barriers shown to matter."""
+on the lockstep GPU evaluator against numpy; barriers shown to matter."""
 
 # ruff: noqa: E501 - generated scripts keep one statement per line
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from evaluator import BarrierDivergence, run_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,6 @@ from tilewright.target import Target
 from tilewright.transform.inject_thread_sync import is_sync
 from tilewright.transform.remove_no_op import no_op
 
-from .gpu_interpreter import BarrierDivergence, run_module
 from .gpu_programs import REFERENCES, load
 
 GPU_STAGES = [

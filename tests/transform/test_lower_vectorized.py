@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from evaluator import run
 
 from tilewright.backend import lowering_stages
 from tilewright.driver import lower
@@ -29,7 +30,6 @@ from tilewright.transform import is_aligned_ramp, lower_vectorized
 from tilewright.transform.lower_vectorized import known_divisor
 
 from .gpu_programs import load
-from .interpreter import run
 from .programs import arg, loop, store, var
 
 I32 = dtype("int32")

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from evaluator import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,6 @@ from tilewright.ir import (
     seq,
 )
 
-from .interpreter import run
 from .programs import (
     ALL,
     R,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from evaluator import run_module
 
 from tilewright.driver import lower
 from tilewright.ir import (
@@ -21,7 +22,6 @@ from tilewright.ir import (
 from tilewright.script import from_source
 from tilewright.transform import ThreadBindingError, split_host_device
 
-from .gpu_interpreter import run_module
 from .gpu_programs import load
 
 

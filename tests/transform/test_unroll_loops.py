@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from evaluator import run
 
 from tilewright.ir import (
     Allocate,
@@ -18,7 +19,6 @@ from tilewright.ir import (
 from tilewright.transform import unroll_loops
 from tilewright.transform.unroll_loops import MAX_UNROLLED_ITERATIONS
 
-from .interpreter import run
 from .programs import arg, loop, store, var
 
 

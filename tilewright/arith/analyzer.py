@@ -104,7 +104,7 @@ class Analyzer:
         try:
             yield
         finally:
-            self._bounds, self._ranges, self._values, self._facts = saved  # type: ignore[assignment]
+            self._bounds, self._ranges, self._values, self._facts = saved
 
     @contextmanager
     def constraint_scope(self, cond: PrimExpr) -> Iterator[None]:

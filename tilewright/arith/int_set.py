@@ -186,6 +186,10 @@ class _SetEvaluator:
     def _simple(self, e: Bound) -> Bound:
         return None if e is None else self.ana.simplify(e)
 
+    def _point(self, s: IntervalSet) -> PrimExpr | None:
+        """The one value of ``s`` when it is provably a single point."""
+        return s.min_value if s.is_single_point(self.ana) else None
+
     def _sign(self, e: PrimExpr) -> int | None:
         """+1 / -1 / 0 when ``e`` is provably positive / negative / zero."""
         b = self.ana.const_int_bound(e)
@@ -211,10 +215,12 @@ class _SetEvaluator:
 
     def _Mul(self, e: Mul) -> IntervalSet:
         a, b = self(e.a), self(e.b)
-        if b.is_single_point(self.ana):
-            return self._scale(a, b.min_value, op.mul)  # type: ignore[arg-type]
-        if a.is_single_point(self.ana):
-            return self._scale(b, a.min_value, op.mul)  # type: ignore[arg-type]
+        point = self._point(b)
+        if point is not None:
+            return self._scale(a, point, op.mul)
+        point = self._point(a)
+        if point is not None:
+            return self._scale(b, point, op.mul)
         return self._corners(a, b, op.mul)
 
     def _scale(self, s: IntervalSet, factor: PrimExpr, fn) -> IntervalSet:
@@ -237,8 +243,9 @@ class _SetEvaluator:
 
     def _divide(self, e: BinaryOp, fn) -> IntervalSet:
         a, b = self(e.a), self(e.b)
-        if b.is_single_point(self.ana) and self._sign(b.min_value) == 1:  # type: ignore[arg-type]
-            return self._scale(a, b.min_value, fn)  # type: ignore[arg-type]
+        c = self._point(b)
+        if c is not None and self._sign(c) == 1:
+            return self._scale(a, c, fn)
         return IntervalSet.everything()
 
     def _FloorDiv(self, e: FloorDiv) -> IntervalSet:
@@ -257,10 +264,9 @@ class _SetEvaluator:
 
     def _remainder(self, e: BinaryOp, div, mod, non_negative: bool) -> IntervalSet:
         a, b = self(e.a), self(e.b)
-        if not (b.is_single_point(self.ana) and self._sign(b.min_value) == 1):  # type: ignore[arg-type]
+        c = self._point(b)
+        if c is None or self._sign(c) != 1:
             return IntervalSet.everything()
-        c = b.min_value
-        assert c is not None
         if a.is_bounded and non_negative:
             same_block = self.ana.can_prove_equal(div(a.min_value, c), div(a.max_value, c))
             if same_block:

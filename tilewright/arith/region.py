@@ -187,7 +187,7 @@ class _Accesses(Visitor):
         if buffer in self.excluded:
             return
         if self.lets:
-            indices = tuple(substitute(i, self.lets) for i in indices)  # type: ignore[misc]
+            indices = tuple(substitute(i, self.lets) for i in indices)
         table.setdefault(buffer, []).append([_interval(i, self.bounds) for i in indices])
 
     def record_region(self, table: dict, region: BufferRegion) -> None:
@@ -237,9 +237,9 @@ class _Accesses(Visitor):
         inner = node.block
         binding = {iv.var: value for iv, value in zip(inner.iter_vars, node.iter_values)}
         for region in inner.reads:
-            self.record_region(self.reads, substitute(region, binding))  # type: ignore[arg-type]
+            self.record_region(self.reads, substitute(region, binding))
         for region in inner.writes:
-            self.record_region(self.writes, substitute(region, binding))  # type: ignore[arg-type]
+            self.record_region(self.writes, substitute(region, binding))
 
 
 def _union(buffer: Buffer, accesses: list[list[_Interval | None]]) -> BufferRegion:
@@ -252,19 +252,16 @@ def _union(buffer: Buffer, accesses: list[list[_Interval | None]]) -> BufferRegi
 
 def _dimension(items: list[_Interval | None], extent: PrimExpr) -> Range:
     whole = Range(IntImm(0, extent.dtype), extent)
-    if any(item is None for item in items):
+    present = [item for item in items if item is not None]
+    if len(present) != len(items):
         return whole
-    first = items[0]
-    assert first is not None
+    first = present[0]
     key = first.low.key()
-    if any(item.low.key() != key or item.high.key() != key for item in items):  # type: ignore[union-attr]
+    if any(item.low.key() != key or item.high.key() != key for item in present):
         return whole
-    low = min(item.low.const for item in items)  # type: ignore[union-attr]
-    high = max(item.high.const for item in items)  # type: ignore[union-attr]
-    start = next(
-        (i.written for i in items if i.written is not None and i.low.const == low),  # type: ignore[union-attr]
-        None,
-    )
+    low = min(item.low.const for item in present)
+    high = max(item.high.const for item in present)
+    start = next((i.written for i in present if i.written is not None and i.low.const == low), None)
     dtype = start.dtype if start is not None else _index_dtype(items)
     if start is None:
         start = Linear(first.low.terms, low).to_expr(dtype)

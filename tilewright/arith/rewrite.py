@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from tilewright.arith.const_int_bound import Bounds
 from tilewright.arith.div_mod import DivModRules
@@ -72,12 +72,12 @@ _FOLD = {
 }
 
 
-def _is_const(e: PrimExpr) -> bool:
+def _is_const(e: PrimExpr) -> TypeGuard[IntImm | FloatImm]:
     return isinstance(e, IntImm | FloatImm)
 
 
 def _const_value(e: PrimExpr, value: int | float) -> bool:
-    return _is_const(e) and e.value == value  # type: ignore[attr-defined]
+    return _is_const(e) and e.value == value
 
 
 def _true(dt) -> IntImm:
@@ -135,7 +135,7 @@ class Rewriter(DivModRules):
                 continue
             if new is not value:
                 changes[name] = new
-        return expr.replace(**changes) if changes else expr  # type: ignore[return-value]
+        return expr.replace(**changes) if changes else expr
 
     def _operands(self, e: BinaryOp | CmpOp) -> tuple[PrimExpr, PrimExpr, PrimExpr | None]:
         """Simplified operands, and the folded result when both are constants."""

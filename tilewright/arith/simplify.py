@@ -42,45 +42,45 @@ class _StmtSimplifier(Mutator):
     def visit_For(self, loop: For) -> Stmt:
         lo, extent = self.visit(loop.min), self.visit(loop.extent)
         with self.analyzer._scope():
-            self.analyzer.bind(loop.loop_var, Range(lo, extent))  # type: ignore[arg-type]
+            self.analyzer.bind(loop.loop_var, Range(lo, extent))
             body = self.visit(loop.body)
             annotations = self.visit(loop.annotations)
-        return loop.replace(min=lo, extent=extent, body=body, annotations=annotations)  # type: ignore[return-value]
+        return loop.replace(min=lo, extent=extent, body=body, annotations=annotations)
 
     def visit_Block(self, block: Block) -> Stmt:
         iter_vars = self.visit(block.iter_vars)
         with self.analyzer._scope():
-            for iv in iter_vars:  # type: ignore[attr-defined]
+            for iv in iter_vars:
                 self.analyzer.bind(iv.var, iv.dom)
             changes = {
                 name: self.visit(value)
                 for name, value in block.field_items()
                 if name not in ("name", "iter_vars")
             }
-        return block.replace(iter_vars=iter_vars, **changes)  # type: ignore[return-value]
+        return block.replace(iter_vars=iter_vars, **changes)
 
     def visit_LetStmt(self, stmt: LetStmt) -> Stmt:
         value = self.visit(stmt.value)
         with self.analyzer._scope():
             # The variable keeps its name in the output; only its bounds are used.
-            self.analyzer._bind_bounds(stmt.var, self.analyzer._bound(value))  # type: ignore[arg-type]
+            self.analyzer._bind_bounds(stmt.var, self.analyzer._bound(value))
             body = self.visit(stmt.body)
-        return stmt.replace(value=value, body=body)  # type: ignore[return-value]
+        return stmt.replace(value=value, body=body)
 
     def visit_IfThenElse(self, stmt: IfThenElse) -> Stmt:
         cond = self.visit(stmt.condition)
         assert isinstance(cond, PrimExpr)
         if isinstance(cond, IntImm) and cond.value:
-            return self.visit(stmt.then_case)  # type: ignore[return-value]
+            return self.visit(stmt.then_case)
         if isinstance(cond, IntImm) and stmt.else_case is not None:
-            return self.visit(stmt.else_case)  # type: ignore[return-value]
+            return self.visit(stmt.else_case)
         with self.analyzer.constraint_scope(cond):
             then_case = self.visit(stmt.then_case)
         else_case: object = stmt.else_case
         if else_case is not None:
             with self.analyzer.constraint_scope(op.logical_not(cond)):
                 else_case = self.visit(else_case)
-        return stmt.replace(condition=cond, then_case=then_case, else_case=else_case)  # type: ignore[return-value]
+        return stmt.replace(condition=cond, then_case=then_case, else_case=else_case)
 
 
 def simplify_stmt(stmt: Stmt, analyzer: Analyzer | None = None) -> Stmt:
@@ -99,4 +99,4 @@ def simplify_stmt(stmt: Stmt, analyzer: Analyzer | None = None) -> Stmt:
         >>> simplify_stmt(For(i, 0, 8, ForKind.SERIAL, BufferStore(A, 0.0, (i // 8,))))
         # the store's index becomes 0
     """
-    return _StmtSimplifier(analyzer or Analyzer()).visit(stmt)  # type: ignore[return-value]
+    return _StmtSimplifier(analyzer or Analyzer()).visit(stmt)

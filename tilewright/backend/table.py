@@ -27,7 +27,7 @@ from tilewright.codegen import (
     generate_opencl,
 )
 from tilewright.codegen.artifacts import c_artifact, device_artifact
-from tilewright.ir import IRModule, intrinsics
+from tilewright.ir import IRModule
 from tilewright.ir.intrinsics import Intrinsic
 from tilewright.runtime import loader
 from tilewright.runtime.loader import Loader

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from tilewright.ir.dtype import DataType, dtype, handle, int32
 from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
+from tilewright.ir.layout import Layout
 from tilewright.ir.node import Node, node
 from tilewright.ir.op import convert
 
@@ -17,7 +18,8 @@ class Buffer(Node):
     """A multi-dimensional view of memory.
 
     ``data`` is the handle variable of the storage; ``strides`` is empty for a compact
-    row-major buffer; ``scope`` is the storage scope (``global``, ``shared``, ``local``, ...).
+    row-major buffer; ``scope`` is the storage scope (``global``, ``shared``, ``local``, ...);
+    ``layout`` (a tile layout such as ``TileLayout(S[32, 32])``) maps indices to storage offsets.
     Identity matters: two loads refer to the same buffer only if they hold the same object.
 
     Example::
@@ -35,7 +37,7 @@ class Buffer(Node):
     scope: str = "global"
     align: int = DEFAULT_ALIGN
     offset_factor: int = 1
-    layout: Node | None = None
+    layout: Layout | None = None
 
     @property
     def ndim(self) -> int:
@@ -66,7 +68,7 @@ def decl_buffer(
     elem_offset: PrimExpr | int = 0,
     align: int = DEFAULT_ALIGN,
     offset_factor: int = 1,
-    layout: Node | None = None,
+    layout: Layout | None = None,
 ) -> Buffer:
     """A new buffer with a fresh data variable unless ``data`` is given."""
     dims = shape if isinstance(shape, Sequence) else (shape,)

@@ -45,7 +45,7 @@ class PrimFunc(Node):
     def with_attr(self, key: str, value: AttrValue) -> PrimFunc:
         merged = dict(self.attrs)
         merged[key] = value
-        return self.replace(attrs=attrs(merged))  # type: ignore[return-value]
+        return self.replace(attrs=attrs(merged))
 
     def with_body(self, body: Stmt) -> PrimFunc:
-        return self.replace(body=body)  # type: ignore[return-value]
+        return self.replace(body=body)

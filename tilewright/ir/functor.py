@@ -8,11 +8,16 @@ recurse through the node's dataclass fields.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar, overload
 
 from tilewright.ir.buffer import Buffer
 from tilewright.ir.expr import PrimExpr, Var
 from tilewright.ir.node import Node
+
+if TYPE_CHECKING:
+    from tilewright.ir.stmt import Stmt
+
+_N = TypeVar("_N", bound=Node)
 
 
 def _find_method(owner: type, cls: type) -> str | None:
@@ -69,6 +74,23 @@ class Mutator:
     def __init__(self) -> None:
         self.buffer_map: dict[Buffer, Buffer] = {}
 
+    # A mutator keeps each field's kind: an expression becomes an expression (a ``Var`` may
+    # become any expression), a statement a statement (a ``Block`` may become any statement),
+    # and any other node a node of its own class.
+    @overload
+    def visit(self, value: PrimExpr) -> PrimExpr: ...
+    @overload
+    def visit(self, value: Stmt) -> Stmt: ...
+    @overload
+    def visit(self, value: _N) -> _N: ...
+    @overload
+    def visit(self, value: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]: ...
+    @overload
+    def visit(self, value: tuple[Stmt, ...]) -> tuple[Stmt, ...]: ...
+    @overload
+    def visit(self, value: tuple[_N, ...]) -> tuple[_N, ...]: ...
+    @overload
+    def visit(self, value: object) -> object: ...
     def visit(self, value: object) -> object:
         if isinstance(value, Node):
             cls = type(value)
@@ -86,10 +108,10 @@ class Mutator:
 
     def visit_Buffer(self, buffer: Buffer) -> Buffer:
         if buffer not in self.buffer_map:
-            self.buffer_map[buffer] = self.generic_visit(buffer)  # type: ignore[assignment]
+            self.buffer_map[buffer] = self.generic_visit(buffer)
         return self.buffer_map[buffer]
 
-    def generic_visit(self, node: Node) -> Node:
+    def generic_visit(self, node: _N) -> _N:
         changes = {}
         for name, value in node.field_items():
             new = self.visit(value)
@@ -129,6 +151,18 @@ class _Substitute(Mutator):
         return self.mapping.get(var, var)
 
 
+@overload
+def substitute(tree: PrimExpr, mapping: Mapping[Var, PrimExpr | int]) -> PrimExpr: ...
+@overload
+def substitute(tree: Stmt, mapping: Mapping[Var, PrimExpr | int]) -> Stmt: ...
+@overload
+def substitute(tree: _N, mapping: Mapping[Var, PrimExpr | int]) -> _N: ...
+@overload
+def substitute(
+    tree: tuple[PrimExpr, ...], mapping: Mapping[Var, PrimExpr | int]
+) -> tuple[PrimExpr, ...]: ...
+@overload
+def substitute(tree: object, mapping: Mapping[Var, PrimExpr | int]) -> object: ...
 def substitute(tree: object, mapping: Mapping[Var, PrimExpr | int]) -> object:
     """``tree`` with each free occurrence of a mapped variable replaced by its expression."""
     if not mapping:

@@ -60,7 +60,11 @@ class IRModule(Node):
 
     def replace(self, **changes: object) -> IRModule:
         functions = changes.get("functions", self.functions)
-        return self if functions is self.functions else IRModule(functions)  # type: ignore[arg-type]
+        if functions is self.functions:
+            return self
+        if not isinstance(functions, Mapping | tuple):
+            raise TypeError(f"IRModule functions are a mapping or pairs, not {type(functions)}")
+        return IRModule(functions)
 
     def _repr_html_(self) -> str:
         from tilewright.script.highlight import to_html

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 T = TypeVar("T")
+# ``Self`` is in ``typing`` only from 3.11; a bound TypeVar types ``replace`` on 3.10 too.
+_N = TypeVar("_N", bound="Node")
 
 
 class Node:
@@ -18,6 +20,10 @@ class Node:
     """
 
     __slots__ = ()
+    if TYPE_CHECKING:
+        # Set by ``@node`` on every concrete subclass; declared so that ``dataclasses``
+        # functions accept any node.
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[object]]]
 
     def field_names(self) -> tuple[str, ...]:
         return _field_names(type(self))
@@ -31,11 +37,11 @@ class Node:
         for _, value in self.field_items():
             yield from _nodes_in(value)
 
-    def replace(self, **changes: object) -> Node:
+    def replace(self: _N, **changes: object) -> _N:
         """A copy with the given fields changed; ``self`` when every change is identical."""
         if all(getattr(self, key) is value for key, value in changes.items()):
             return self
-        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+        return dataclasses.replace(self, **changes)
 
     def script(self) -> str:
         """This node as TVMScript-style text."""

@@ -134,7 +134,7 @@ def _fold(cls: type[BinaryOp] | type[CmpOp], x: PrimExpr, y: PrimExpr) -> PrimEx
     if cls in (Div, Mod, FloorDiv, FloorMod) and b == 0:
         return None
     if cls is Add:
-        v: object = a + b
+        v: int | float = a + b
     elif cls is Sub:
         v = a - b
     elif cls is Mul:
@@ -165,7 +165,7 @@ def _fold(cls: type[BinaryOp] | type[CmpOp], x: PrimExpr, y: PrimExpr) -> PrimEx
         return IntImm(int(a >= b), bool_)
     else:
         return None
-    return const(v, x.dtype)  # type: ignore[arg-type]
+    return const(v, x.dtype)
 
 
 def _make(cls: type[BinaryOp] | type[CmpOp], a: Operand, b: Operand) -> PrimExpr:

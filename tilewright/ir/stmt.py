@@ -21,12 +21,12 @@ def attrs(mapping: dict[str, AttrValue] | Attrs | None = None) -> Attrs:
     return tuple(sorted(((str(k), _freeze(v)) for k, v in items), key=lambda kv: kv[0]))
 
 
-def _freeze(value: object) -> AttrValue:
+def _freeze(value: AttrValue | list | dict) -> AttrValue:
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
     if isinstance(value, dict):
         return attrs(value)
-    return value  # type: ignore[return-value]
+    return value
 
 
 class Stmt(Node):

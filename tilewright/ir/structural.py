@@ -66,9 +66,9 @@ class _Equal:
                 known = self.bind(a, b, path)
                 if known is not None:
                     return known
-                if isinstance(a, Var):
-                    if a.dtype != b.dtype:  # type: ignore[attr-defined]
-                        return self.fail(path, a, b, f"dtype {a.dtype} vs {b.dtype}")  # type: ignore[attr-defined]
+                if isinstance(a, Var) and isinstance(b, Var):  # one type, checked above
+                    if a.dtype != b.dtype:
+                        return self.fail(path, a, b, f"dtype {a.dtype} vs {b.dtype}")
                     self.record(a, b)
                     return True
                 self.record(a, b)  # before the fields: a buffer's shape may not refer to it

@@ -2,14 +2,18 @@
 
 Input: what ``T.device_entry()``, ``T.cta_id([...])`` and ``Tx.<scope>.copy(...)`` build in a
 script. Output: ordinary ``Stmt`` nodes (generic visitors, mutators and structural equality
-apply) that ``LowerTIRx`` replaces with loops, thread bindings and intrinsics.
+apply) that the tile layer's ``LowerTIRx`` pass replaces with loops, thread bindings and
+intrinsics.
 """
 
 from __future__ import annotations
 
-from tilewright.ir import Buffer, BufferRegion, Node, PrimExpr, Stmt, Var, pre_order_visit
-from tilewright.ir.node import node
-from tilewright.ir.stmt import Attrs
+from tilewright.ir.buffer import Buffer, BufferRegion
+from tilewright.ir.expr import PrimExpr, Var
+from tilewright.ir.functor import pre_order_visit
+from tilewright.ir.module import IRModule
+from tilewright.ir.node import Node, node
+from tilewright.ir.stmt import Attrs, Stmt
 
 EXEC_SCOPES = ("thread", "warp", "warpgroup", "cta")
 SCOPE_ID_KINDS = ("cta_id", "warp_id", "lane_id", "thread_id")
@@ -46,7 +50,7 @@ class ScopeId(Stmt):
             )
 
 
-Operand = BufferRegion | PrimExpr
+TileArg = BufferRegion | PrimExpr
 
 
 @node
@@ -59,7 +63,7 @@ class TileOp(Stmt):
 
     op: str
     scope: str
-    args: tuple[Operand, ...]
+    args: tuple[TileArg, ...]
     attrs: Attrs = ()
 
     def __post_init__(self) -> None:
@@ -84,8 +88,6 @@ def has_tirx(tree: Node) -> bool:
     This is the test ``tw.build`` uses to decide whether to run ``LowerTIRx`` first.
     Example: ``has_tirx(kernel)`` is True for the seed page's program.
     """
-    from tilewright.ir import IRModule
-
     found: list[Node] = []
 
     def look(item: Node) -> bool:

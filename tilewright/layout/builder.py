@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilewright.tirx.layout.grouping import LayoutError
-from tilewright.tirx.layout.shard import MEMORY, Iter
-from tilewright.tirx.layout.tile_layout import TileLayout
+from tilewright.layout.grouping import LayoutError
+from tilewright.layout.shard import MEMORY, Iter
+from tilewright.layout.tile_layout import TileLayout
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tilewright.tirx.layout.shard import Iter, LayoutError, merge_adjacent, product
+from tilewright.layout.shard import Iter, LayoutError, merge_adjacent, product
 
 __all__ = ["LayoutError", "merged_groups", "normalize_shape", "refine", "split_to_shape"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tilewright.tirx.layout.grouping import LayoutError, normalize_shape, refine
-from tilewright.tirx.layout.tile_layout import TileLayout
+from tilewright.layout.grouping import LayoutError, normalize_shape, refine
+from tilewright.layout.tile_layout import TileLayout
 
 
 def contiguous_tail(layout: TileLayout) -> int:

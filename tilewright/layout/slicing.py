@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 from tilewright.arith import simplify
 from tilewright.ir import IntImm, PrimExpr, Range, op
-from tilewright.tirx.layout import offset_arith as oa
-from tilewright.tirx.layout.grouping import LayoutError, merged_groups, normalize_shape
-from tilewright.tirx.layout.offset_arith import Offset
-from tilewright.tirx.layout.shard import MEMORY, Iter, product
+from tilewright.layout import offset_arith as oa
+from tilewright.layout.grouping import LayoutError, merged_groups, normalize_shape
+from tilewright.layout.offset_arith import Offset
+from tilewright.layout.shard import MEMORY, Iter, product
 
 if TYPE_CHECKING:
-    from tilewright.tirx.layout.tile_layout import TileLayout
+    from tilewright.layout.tile_layout import TileLayout
 
 
 def normalize_region(region: Sequence[object], dims: tuple[int, ...]) -> list[tuple[Offset, int]]:
@@ -85,7 +85,7 @@ def slice_layout(
     layout: TileLayout, region: Sequence[object], shape: Sequence[int] | None = None
 ) -> tuple[TileLayout, Offset]:
     """See ``TileLayout.slice``."""
-    from tilewright.tirx.layout.tile_layout import UNIT, TileLayout, unflatten_into
+    from tilewright.layout.tile_layout import UNIT, TileLayout, unflatten_into
 
     dims = layout.shape if shape is None else normalize_shape(shape)
     pairs = normalize_region(region, dims)

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NoReturn
 
-from tilewright.ir import Node
+from tilewright.ir.layout import Layout
 from tilewright.ir.node import node
-from tilewright.tirx.layout import offset_arith as oa
-from tilewright.tirx.layout.grouping import LayoutError
-from tilewright.tirx.layout.offset_arith import Offset
-from tilewright.tirx.layout.shard import MEMORY
-from tilewright.tirx.layout.tile_layout import TileLayout
+from tilewright.layout import offset_arith as oa
+from tilewright.layout.grouping import LayoutError
+from tilewright.layout.offset_arith import Offset
+from tilewright.layout.shard import MEMORY
+from tilewright.layout.tile_layout import TileLayout
 
 CHUNK_BYTES = 16
 ROW_CHUNKS_LOG2 = 3  # a swizzle row is 8 chunks of 16 bytes: all 32 four-byte banks
@@ -24,7 +24,7 @@ SWIZZLE_BITS = {32: 1, 64: 2, 128: 3}
 
 
 @node
-class SwizzleLayout(Node):
+class SwizzleLayout(Layout):
     """An XOR swizzle of element offsets, in CUTLASS's (bits, base, shift) terms.
 
     Offset bits ``[base, base + bits)`` (the 16-byte chunk index when ``base`` is the log2 of
@@ -91,6 +91,15 @@ class SwizzleLayout(Node):
         """Elements in one swizzle atom; the permutation repeats every atom."""
         return 1 << (self.per_element + self.swizzle_len + self.atom_len)
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """One atom, ``(atom_size(),)``: the swizzle permutes the offsets of each atom."""
+        return (self.atom_size(),)
+
+    def cosize(self) -> int:
+        """An atom's span: the swizzle keeps every offset inside its atom."""
+        return self.atom_size()
+
     def swizzle_bytes(self, element_bits: int) -> int:
         """The mode in bytes (32, 64, 128) for elements of ``element_bits``."""
         return (1 << (self.swizzle_len + self.per_element)) * element_bits // 8
@@ -117,7 +126,7 @@ class SwizzleLayout(Node):
 
 
 @node
-class ComposeLayout(Node):
+class ComposeLayout(Layout):
     """A tile layout followed by a swizzle of its memory offset.
 
     Example::
@@ -141,13 +150,6 @@ class ComposeLayout(Node):
     @property
     def shape(self) -> tuple[int, ...]:
         return self.tile.shape
-
-    @property
-    def storage_shape(self) -> tuple[int, ...]:
-        return (self.cosize(),)
-
-    def size(self) -> int:
-        return self.tile.size()
 
     def cosize(self) -> int:
         """The tile's memory span rounded up to whole swizzle atoms (the swizzle stays inside)."""

@@ -9,22 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tilewright.ir import Node
+from tilewright.ir.layout import Layout
 from tilewright.ir.node import node
-from tilewright.tirx.layout import offset_arith as oa
-from tilewright.tirx.layout.grouping import (
+from tilewright.layout import offset_arith as oa
+from tilewright.layout.grouping import (
     LayoutError,
     merged_groups,
     normalize_shape,
 )
-from tilewright.tirx.layout.offset_arith import Offset
-from tilewright.tirx.layout.shard import MEMORY, Iter, merge_adjacent, product
+from tilewright.layout.offset_arith import Offset
+from tilewright.layout.shard import MEMORY, Iter, merge_adjacent, product
 
 UNIT = Iter(1, 1)
 
 
 @node
-class TileLayout(Node):
+class TileLayout(Layout):
     """A layout: one shard per logical dimension, coordinates flattened row-major.
 
     ``TileLayout(S[(32, 32) : (32, 1)])`` is a row-major 32x32 tile; a shard whose axis is not
@@ -67,15 +67,6 @@ class TileLayout(Node):
     @property
     def ndim(self) -> int:
         return len(self.shard)
-
-    @property
-    def storage_shape(self) -> tuple[int, ...]:
-        """The flat storage an allocation with this layout needs: ``(cosize(),)``."""
-        return (self.cosize(),)
-
-    def size(self) -> int:
-        """The number of logical elements (product of the extents)."""
-        return product(list(self.shape))
 
     def cosize(self) -> int:
         """The span of memory offsets: the largest ``"m"`` offset plus one."""
@@ -202,7 +193,7 @@ class TileLayout(Node):
         Example: ``S[32, 32].slice((slice(8, 16), slice(0, 32)))`` is
         ``(S[(8, 32) : (32, 1)], 256)``.
         """
-        from tilewright.tirx.layout.slicing import slice_layout
+        from tilewright.layout.slicing import slice_layout
 
         return slice_layout(self, region, shape)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from tilewright.schedule.dataflow import consumers_of, producers_of, scope_blocks, scope_path
 from tilewright.schedule.error import ScheduleError
@@ -16,6 +16,7 @@ from tilewright.schedule.reference import BlockRV, LoopRV
 if TYPE_CHECKING:
     from tilewright.schedule.instruction import Ref
     from tilewright.schedule.state import ScheduleState
+    from tilewright.schedule.tree import Site
 
 BlockArg = BlockRV | str
 
@@ -47,9 +48,13 @@ class BlockMethods:
             outputs: Sequence[Ref] = (),
         ) -> None: ...
 
+        @overload
+        def _target(self, ref: BlockArg) -> BlockRV: ...
+        @overload
+        def _target(self, ref: LoopRV) -> LoopRV: ...
         def _target(self, ref: BlockArg | LoopRV) -> BlockRV | LoopRV: ...
 
-    def _block(self, block: BlockArg, primitive: str):
+    def _block(self, block: BlockArg, primitive: str) -> tuple[BlockRV, Site]:
         target = self._target(block)
         return target, self._state.block_ref_site(target, primitive)
 
@@ -62,7 +67,7 @@ class BlockMethods:
             (producer,) = sch.get_producers(sch.get_block("C"))
         """
         target, site = self._block(block, "get_producers")
-        found = producers_of(scope_blocks(scope_path(site)), site.node)  # type: ignore[arg-type]
+        found = producers_of(scope_blocks(scope_path(site)), site.block)
         refs = [self._state.block_ref(site.func_name, b.block) for b in found]
         self._record("get_producers", (target,), (), refs)
         return refs
@@ -75,7 +80,7 @@ class BlockMethods:
             (consumer,) = sch.get_consumers(sch.get_block("B"))
         """
         target, site = self._block(block, "get_consumers")
-        found = consumers_of(scope_blocks(scope_path(site)), site.node)  # type: ignore[arg-type]
+        found = consumers_of(scope_blocks(scope_path(site)), site.block)
         refs = [self._state.block_ref(site.func_name, b.block) for b in found]
         self._record("get_consumers", (target,), (), refs)
         return refs
@@ -101,7 +106,7 @@ class BlockMethods:
         consumers = None
         refs: list[BlockRV] | None = None
         if consumer_blocks is not None:
-            refs = [self._target(c) for c in consumer_blocks]  # type: ignore[misc]
+            refs = [self._target(c) for c in consumer_blocks]
             consumers = [self._state.block_ref_site(r, "cache_read") for r in refs]
         func, name = caching.cache_read(site, index, scope, consumers)
         self._state.commit(site.func_name, func)
@@ -224,7 +229,7 @@ class BlockMethods:
         loop_site = self._state.loop_site(loop, "decompose_reduction")
         func, init_name, update_name = reduction.decompose_reduction(site, loop_site)
         self._state.commit(site.func_name, func)
-        self._state.rename_block(site.func_name, site.node.name, update_name)  # type: ignore[attr-defined]
+        self._state.rename_block(site.func_name, site.block.name, update_name)
         ref = self._state.block_ref_named(site.func_name, init_name)
         self._record("decompose_reduction", (target, loop), (), (ref,))
         return ref

@@ -58,7 +58,7 @@ def access_regions(realize: BlockRealize, buffer: Buffer, *, reads: bool) -> lis
     for region in regions:
         if region.buffer is buffer:
             found.append(substitute(region, binding))
-    return found  # type: ignore[return-value]
+    return found
 
 
 def relax_region(

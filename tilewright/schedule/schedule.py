@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from typing import cast
+from typing import cast, overload
 
 from tilewright.ir.expr import IntImm, PrimExpr
 from tilewright.ir.function import PrimFunc
@@ -107,6 +107,10 @@ class Schedule(BlockMethods):
     ) -> None:
         self._insts.append(Instruction(kind, tuple(inputs), tuple(attrs), tuple(outputs)))
 
+    @overload
+    def _target(self, ref: BlockArg) -> BlockRV: ...
+    @overload
+    def _target(self, ref: LoopRV) -> LoopRV: ...
     def _target(self, ref: BlockArg | LoopRV) -> BlockRV | LoopRV:
         # TVM accepts a block's name wherever a block is expected; it records a get_block.
         return self.get_block(ref) if isinstance(ref, str) else ref

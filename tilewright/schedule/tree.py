@@ -97,6 +97,13 @@ class Site:
         assert isinstance(node, For), type(node).__name__
         return node
 
+    @property
+    def block(self) -> Block:
+        """The node, which the caller knows to be a block."""
+        node = self.path[-1]
+        assert isinstance(node, Block), type(node).__name__
+        return node
+
     def replaced(self, new: Stmt) -> PrimFunc:
         """The function with this statement replaced by ``new``."""
         return self.func.with_body(rebuild(self.path, new))

@@ -1,4 +1,7 @@
-"""The tile layer: layouts, tile-primitive statements, variant dispatch and ``LowerTIRx``.
+"""The tile layer's lowering: variant dispatch of tile primitives and ``LowerTIRx``.
+
+The layouts (``tilewright.layout``) and the tile statements (``tilewright.ir.tile``) sit below
+the script package; they are re-exported here for tile programs.
 
 Example::
 
@@ -8,9 +11,8 @@ Example::
     lowered = LowerTIRx("cuda")(mod)
 """
 
-from tilewright.tirx import transform
-from tilewright.tirx.dispatch import Decision, DispatchError, ExecContext, Variant, dispatch
-from tilewright.tirx.layout import (
+from tilewright.ir.tile import DeviceEntry, ScopeId, TileOp, has_tirx
+from tilewright.layout import (
     ComposeLayout,
     Iter,
     LayoutError,
@@ -18,7 +20,8 @@ from tilewright.tirx.layout import (
     SwizzleLayout,
     TileLayout,
 )
-from tilewright.tirx.stmt import DeviceEntry, ScopeId, TileOp, has_tirx
+from tilewright.tirx import transform
+from tilewright.tirx.dispatch import Decision, DispatchError, ExecContext, Variant, dispatch
 from tilewright.tirx.transform import LowerTIRx
 
 __all__ = [

@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from tilewright.backend import backend_for
 from tilewright.ir import Buffer, PrimExpr, Stmt
+from tilewright.ir.intrinsics import Intrinsic
+from tilewright.ir.tile import TileOp
+from tilewright.target import Target
 from tilewright.tirx.operand import flat_view
-from tilewright.tirx.stmt import TileOp
 
 
 class DispatchError(ValueError):
@@ -31,10 +34,10 @@ class ExecContext:
 
     Example::
 
-        ExecContext("cuda", "warp", 32, lane, cta_threads=32)
+        ExecContext(Target("cuda"), "warp", 32, lane, cta_threads=32)
     """
 
-    target_kind: str | None
+    target: Target | None
     scope: str
     threads: int
     thread_index: PrimExpr | int
@@ -50,9 +53,12 @@ class ExecContext:
             view = self.views[buffer] = flat_view(buffer)
         return view
 
-    def is_target(self, kind: str) -> bool:
-        """True when compiling for ``kind`` (``cuda``, ...)."""
-        return self.target_kind == kind
+    def supports(self, intrinsic: Intrinsic) -> bool:
+        """Whether the target's backend spells ``intrinsic`` (False without a target).
+
+        Example: ``ctx.supports(intrinsics.COPY_BYTES)`` decides whether 16-byte copies exist.
+        """
+        return self.target is not None and backend_for(self.target).supports(intrinsic)
 
 
 Check = tuple[bool, str | None]

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from tilewright.arith import simplify
 from tilewright.ir import Buffer, BufferRegion, IntImm, PrimExpr, decl_buffer, op
-from tilewright.tirx.layout import ComposeLayout, Iter, LayoutError, SwizzleLayout, TileLayout
-from tilewright.tirx.layout import offset_arith as oa
-from tilewright.tirx.layout.offset_arith import Offset
-from tilewright.tirx.layout.shard import MEMORY
+from tilewright.layout import ComposeLayout, Iter, LayoutError, SwizzleLayout, TileLayout
+from tilewright.layout import offset_arith as oa
+from tilewright.layout.offset_arith import Offset
+from tilewright.layout.shard import MEMORY
 
 THREAD_AXES = ("laneid", "warpid", "tid", "tx")
 

@@ -69,7 +69,7 @@ def compact_buffer_allocation(func: PrimFunc) -> PrimFunc:
             plans[data] = plan
     if not plans:
         return func
-    return func.with_body(_Rewriter(plans).visit(func.body))  # type: ignore[arg-type]
+    return func.with_body(_Rewriter(plans).visit(func.body))
 
 
 @dataclass
@@ -184,7 +184,7 @@ def _plan(buffer: Buffer, accesses: list[_Access]) -> _Plan | None:
         relax = {loop.var: loop.dom for loop in access.loops if _relaxed(loop, buffer.scope)}
         conditions = [substitute(c, rename) for c in access.conditions]
         for dim, index in enumerate(access.indices):
-            lo, hi = _bounds(substitute(index, rename), relax, conditions, analyzer)  # type: ignore[arg-type]
+            lo, hi = _bounds(substitute(index, rename), relax, conditions, analyzer)
             # A bound over a let variable bound inside the allocation means nothing elsewhere.
             if any(v in access.inner_lets for v in collect_vars((lo, hi))):
                 lo = hi = None
@@ -200,12 +200,12 @@ def _plan(buffer: Buffer, accesses: list[_Access]) -> _Plan | None:
         full = (
             isinstance(extent, IntImm) and isinstance(size, IntImm) and size.value >= extent.value
         )
-        if not isinstance(size, IntImm) or size.value <= 0 or full:
+        if lo is None or not isinstance(size, IntImm) or size.value <= 0 or full:
             shape.append(extent)
             mins.append(IntImm(0, extent.dtype))
             continue
         shape.append(size)
-        mins.append(lo)  # type: ignore[arg-type]
+        mins.append(lo)
         changed = True
     if not changed:
         return None
@@ -240,18 +240,18 @@ def _bounds(
     return lo, hi
 
 
-def _split(form: object, relax: dict[Var, Range]) -> tuple[tuple, PrimExpr]:
+def _split(form: LinearForm, relax: dict[Var, Range]) -> tuple[tuple, PrimExpr]:
     """The sorted (term key, coefficient) pairs that involve relaxed variables, and the rest."""
     key = []
-    for term_key, term, coef in form.items():  # type: ignore[attr-defined]
+    for term_key, term, coef in form.items():
         if any(v in relax for v in collect_vars(term)):
             key.append((term_key, coef))
     return tuple(sorted(key, key=repr)), _rebuild(form, relax, keep_relaxed=False)
 
 
-def _rebuild(form: object, relax: dict[Var, Range], keep_relaxed: bool) -> PrimExpr:
-    out = LinearForm(form.dtype, 0 if keep_relaxed else form.const)  # type: ignore[attr-defined]
-    for term_key, term, coef in form.items():  # type: ignore[attr-defined]
+def _rebuild(form: LinearForm, relax: dict[Var, Range], keep_relaxed: bool) -> PrimExpr:
+    out = LinearForm(form.dtype, 0 if keep_relaxed else form.const)
+    for term_key, term, coef in form.items():
         if any(v in relax for v in collect_vars(term)) == keep_relaxed:
             out.add_term(term, coef, term_key)
     return build(out)
@@ -317,15 +317,15 @@ class _Rewriter(Mutator):
             self.analyzer.bind(loop.loop_var, Range(loop.min, loop.extent))
             body = self.visit(loop.body)
         self.threads.pop()
-        return loop.replace(body=body)  # type: ignore[return-value]
+        return loop.replace(body=body)
 
     def visit_Allocate(self, alloc: Allocate) -> Stmt:
         body = self.visit(alloc.body)
         plan = self.plans.get(alloc.buffer.data)
         buffer = plan.buffer if plan is not None else alloc.buffer
-        return alloc.replace(buffer=buffer, body=body)  # type: ignore[return-value]
+        return alloc.replace(buffer=buffer, body=body)
 
-    def shifted(self, plan: _Plan, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...] | None:
+    def shifted(self, plan: _Plan, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
         here = self.threads[-1]
         back: dict[Var, PrimExpr] = {}
         for tag, var in plan.canonical.items():
@@ -334,20 +334,20 @@ class _Rewriter(Mutator):
         out = []
         for index, lo in zip(indices, plan.mins):
             moved = substitute(lo, back)
-            out.append(self.analyzer.simplify(index - moved))  # type: ignore[operator]
+            out.append(self.analyzer.simplify(index - moved))
         return tuple(out)
 
     def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
         indices = self.visit(load.indices)
         plan = self.plans.get(load.buffer.data)
         if plan is None:
-            return load.replace(indices=indices)  # type: ignore[return-value]
-        return BufferLoad(plan.buffer, self.shifted(plan, indices))  # type: ignore[arg-type]
+            return load.replace(indices=indices)
+        return BufferLoad(plan.buffer, self.shifted(plan, indices))
 
     def visit_BufferStore(self, store: BufferStore) -> Stmt:
         value = self.visit(store.value)
         indices = self.visit(store.indices)
         plan = self.plans.get(store.buffer.data)
         if plan is None:
-            return store.replace(value=value, indices=indices)  # type: ignore[return-value]
-        return BufferStore(plan.buffer, value, self.shifted(plan, indices))  # type: ignore[arg-type]
+            return store.replace(value=value, indices=indices)
+        return BufferStore(plan.buffer, value, self.shifted(plan, indices))

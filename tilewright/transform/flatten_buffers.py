@@ -36,7 +36,7 @@ def flatten_buffers(func: PrimFunc) -> PrimFunc:
         # before                          # after
         C[i, j] = A[i, j] + 1.0           C_1[i * 16 + j] = A_1[i * 16 + j] + 1.0
     """
-    return func.with_body(_Flattener().visit(func.body))  # type: ignore[arg-type]
+    return func.with_body(_Flattener().visit(func.body))
 
 
 def element_strides(buffer: Buffer) -> tuple[PrimExpr, ...]:
@@ -96,7 +96,7 @@ def flat_buffer(buffer: Buffer) -> Buffer:
     """The 1-D buffer over the same storage as ``buffer``, sized to hold every element."""
     if buffer.ndim == 1 and not buffer.strides and _is_zero(buffer.elem_offset):
         return buffer
-    return buffer.replace(  # type: ignore[return-value]
+    return buffer.replace(
         shape=(_flat_extent(buffer),), strides=(), elem_offset=IntImm(0, _INT32), layout=None
     )
 
@@ -150,20 +150,20 @@ class _Flattener(Mutator):
         raise ValueError(f"block {block.name!r} is still present; run lower_blocks first")
 
     def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
-        indices: tuple[PrimExpr, ...] = self.visit(load.indices)  # type: ignore[assignment]
+        indices: tuple[PrimExpr, ...] = self.visit(load.indices)
         flat = self.flatten(load.buffer)
         if flat is load.buffer and len(indices) == 1:
-            return load.replace(indices=indices)  # type: ignore[return-value]
+            return load.replace(indices=indices)
         return BufferLoad(flat, (flat_index(load.buffer, indices),))
 
     def visit_BufferStore(self, store: BufferStore) -> BufferStore:
         value = self.visit(store.value)
-        indices: tuple[PrimExpr, ...] = self.visit(store.indices)  # type: ignore[assignment]
+        indices: tuple[PrimExpr, ...] = self.visit(store.indices)
         flat = self.flatten(store.buffer)
         if flat is store.buffer and len(indices) == 1:
-            return store.replace(value=value, indices=indices)  # type: ignore[return-value]
-        return BufferStore(flat, value, (flat_index(store.buffer, indices),))  # type: ignore[arg-type]
+            return store.replace(value=value, indices=indices)
+        return BufferStore(flat, value, (flat_index(store.buffer, indices),))
 
     def visit_Allocate(self, alloc: Allocate) -> Allocate:
         body = self.visit(alloc.body)
-        return alloc.replace(buffer=self.flatten(alloc.buffer), body=body)  # type: ignore[return-value]
+        return alloc.replace(buffer=self.flatten(alloc.buffer), body=body)

@@ -22,13 +22,13 @@ def inline_unit_loops(func: PrimFunc) -> PrimFunc:
             for i_1 in range(1):             C[i_0] = A[i_0]
                 C[i_0 + i_1] = A[i_0 + i_1]
     """
-    return func.with_body(_UnitLoopInliner().visit(func.body))  # type: ignore[arg-type]
+    return func.with_body(_UnitLoopInliner().visit(func.body))
 
 
 class _UnitLoopInliner(Mutator):
     def visit_For(self, loop: For) -> Stmt:
-        body: Stmt = self.visit(loop.body)  # type: ignore[assignment]
+        body: Stmt = self.visit(loop.body)
         runs_once = isinstance(loop.extent, IntImm) and loop.extent.value == 1
         if runs_once and loop.kind is not ForKind.THREAD_BINDING and not loop.annotations:
-            return substitute(body, {loop.loop_var: loop.min})  # type: ignore[return-value]
-        return loop.replace(body=body)  # type: ignore[return-value]
+            return substitute(body, {loop.loop_var: loop.min})
+        return loop.replace(body=body)

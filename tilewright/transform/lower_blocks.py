@@ -47,18 +47,18 @@ def lower_blocks(func: PrimFunc) -> PrimFunc:
                 T.where(i_0 * 8 + i_1 < 14)
                 C[vi] = A[vi]
     """
-    return func.with_body(_BlockLowerer().visit(func.body))  # type: ignore[arg-type]
+    return func.with_body(_BlockLowerer().visit(func.body))
 
 
 class _BlockLowerer(Mutator):
     def visit_BlockRealize(self, realize: BlockRealize) -> Stmt:
-        return self.visit(_inline_block(realize.block, realize.iter_values, realize.predicate))  # type: ignore[return-value]
+        return self.visit(_inline_block(realize.block, realize.iter_values, realize.predicate))
 
     def visit_Block(self, block: Block) -> Stmt:
         # A block outside any BlockRealize: only an opaque one has a meaning.
         if block.iter_vars:
             raise ValueError(f"block {block.name!r} has iterators but no bindings (BlockRealize)")
-        return self.visit(_inline_block(block, (), IntImm(1, bool_)))  # type: ignore[return-value]
+        return self.visit(_inline_block(block, (), IntImm(1, bool_)))
 
 
 def _inline_block(block: Block, values: tuple[PrimExpr, ...], predicate: PrimExpr) -> Stmt:
@@ -79,7 +79,7 @@ def _inline_block(block: Block, values: tuple[PrimExpr, ...], predicate: PrimExp
     for buffer in reversed(block.alloc_buffers):
         body = Allocate(buffer, body)
     mapping = {iv.var: value for iv, value in zip(block.iter_vars, values)}
-    return substitute(body, mapping)  # type: ignore[return-value]
+    return substitute(body, mapping)
 
 
 def _resolve_match_buffer(block: Block, match: MatchBufferRegion, body: Stmt) -> Stmt:
@@ -111,7 +111,7 @@ def _resolve_match_buffer(block: Block, match: MatchBufferRegion, body: Stmt) ->
             offset = op.add(offset, op.mul(r.min, stride))
         bound[view.elem_offset] = offset
     resolved = _MatchResolver(view, source, lead).visit(body)
-    return substitute(resolved, bound)  # type: ignore[return-value]
+    return substitute(resolved, bound)
 
 
 class _MatchResolver(Mutator):
@@ -136,19 +136,19 @@ class _MatchResolver(Mutator):
         )
 
     def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
-        load = self.generic_visit(load)  # type: ignore[assignment]
+        load = self.generic_visit(load)
         if load.buffer is not self.view:
             return load
         return BufferLoad(self.source.buffer, self.indices(load.indices))
 
     def visit_BufferStore(self, store: BufferStore) -> Stmt:
-        store = self.generic_visit(store)  # type: ignore[assignment]
+        store = self.generic_visit(store)
         if store.buffer is not self.view:
             return store
         return BufferStore(self.source.buffer, store.value, self.indices(store.indices))
 
     def visit_BufferRegion(self, region: BufferRegion) -> BufferRegion:
-        region = self.generic_visit(region)  # type: ignore[assignment]
+        region = self.generic_visit(region)
         if region.buffer is not self.view:
             return region
         outer = self.source.region

@@ -26,17 +26,15 @@ def lower_init_block(func: PrimFunc) -> PrimFunc:
             C[vi] = C[vi] + A[vi, vk]                 C[vi] = C[vi] + A[vi, vk]
     """
     body = _InitLowerer().visit(func.body)
-    return func.with_body(body)  # type: ignore[arg-type]
+    return func.with_body(body)
 
 
 class _InitLowerer(Mutator):
     def visit_Block(self, block: Block) -> Block:
-        block = self.generic_visit(block)  # type: ignore[assignment]
+        block = self.generic_visit(block)
         if block.init is None:
             return block
-        return block.replace(  # type: ignore[return-value]
-            body=seq(_guarded_init(block), block.body), init=None
-        )
+        return block.replace(body=seq(_guarded_init(block), block.body), init=None)
 
 
 def _guarded_init(block: Block) -> Stmt:

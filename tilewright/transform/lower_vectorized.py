@@ -62,7 +62,7 @@ def lower_vectorized(func: PrimFunc) -> PrimFunc:
         for v in T.vectorized(4):                  A_shared[T.Ramp(t * 4, 1, 4)] =
             A_shared[t * 4 + v] = A[b * 256 + t * 4 + v]     A[T.Ramp(b * 256 + t * 4, 1, 4)]
     """
-    return func.with_body(_Vectorizer().visit(func.body))  # type: ignore[arg-type]
+    return func.with_body(_Vectorizer().visit(func.body))
 
 
 def known_divisor(expr: PrimExpr) -> int:
@@ -130,7 +130,7 @@ def _uniform_condition(cond: PrimExpr, lane: Var, lanes: int) -> PrimExpr | None
                 return None
             if stride != 1 or known_divisor(base) % lanes != 0:
                 return None
-    return substitute(cond, {lane: IntImm(0, lane.dtype)})  # type: ignore[return-value]
+    return substitute(cond, {lane: IntImm(0, lane.dtype)})
 
 
 def _lane_linear(expr: PrimExpr, lane: Var, lanes: int) -> tuple[PrimExpr, int]:
@@ -177,28 +177,28 @@ class _Vectorizer(Mutator):
         self.analyzer = Analyzer()
 
     def visit_For(self, loop: For) -> Stmt:
-        body: Stmt = self.visit(loop.body)  # type: ignore[assignment]
+        body: Stmt = self.visit(loop.body)
         if loop.kind is not ForKind.VECTORIZED:
-            return loop.replace(body=body)  # type: ignore[return-value]
+            return loop.replace(body=body)
         serial = loop.replace(body=body, kind=ForKind.SERIAL)
         if not isinstance(loop.extent, IntImm) or loop.extent.value < 2:
-            return serial  # type: ignore[return-value]
+            return serial
         lanes = loop.extent.value
         if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
             # The lane runs over [0, lanes): shift a loop starting elsewhere.
-            body = substitute(body, {loop.loop_var: loop.min + loop.loop_var})  # type: ignore[assignment]
+            body = substitute(body, {loop.loop_var: loop.min + loop.loop_var})
         guard = None
         if isinstance(body, IfThenElse) and body.else_case is None:
             guard = _uniform_condition(body.condition, loop.loop_var, lanes)
             if guard is None:
-                return serial  # type: ignore[return-value]
+                return serial
             body = body.then_case
         if not isinstance(body, BufferStore):
-            return serial  # type: ignore[return-value]
+            return serial
         try:
             store = self.vector_store(body, loop.loop_var, lanes)
         except _NotVectorizable:
-            return serial  # type: ignore[return-value]
+            return serial
         return store if guard is None else IfThenElse(self.analyzer.simplify(guard), store)
 
     def vector_store(self, store: BufferStore, lane: Var, lanes: int) -> Stmt:

@@ -56,8 +56,8 @@ def plan_buffer_allocation(func: PrimFunc) -> PrimFunc:
     # Allocations whose place is the function body (no common loop) go around it.
     for data in reversed(list(finder.allocations)):
         if places.get(data) == ():
-            body = Allocate(finder.allocations[data].buffer, body)  # type: ignore[arg-type]
-    return func.with_body(body)  # type: ignore[arg-type]
+            body = Allocate(finder.allocations[data].buffer, body)
+    return func.with_body(body)
 
 
 def _common_prefix(paths: list[tuple[For, ...]]) -> tuple[For, ...]:
@@ -117,13 +117,13 @@ class _Placer(Mutator):
                 self.at_loop.setdefault(id(path[-1]), []).append(allocations[data].buffer)
 
     def visit_Allocate(self, alloc: Allocate) -> Stmt:
-        body: Stmt = self.visit(alloc.body)  # type: ignore[assignment]
+        body: Stmt = self.visit(alloc.body)
         if alloc.buffer.data in self.places and self.allocations.get(alloc.buffer.data) is alloc:
             return body
-        return alloc.replace(body=body)  # type: ignore[return-value]
+        return alloc.replace(body=body)
 
     def visit_For(self, loop: For) -> Stmt:
-        body: Stmt = self.visit(loop.body)  # type: ignore[assignment]
+        body: Stmt = self.visit(loop.body)
         for buffer in reversed(self.at_loop.get(id(loop), [])):
             body = Allocate(buffer, body)
-        return loop.replace(body=body)  # type: ignore[return-value]
+        return loop.replace(body=body)

@@ -44,7 +44,7 @@ def remove_no_op(func: PrimFunc) -> PrimFunc:
                 C[0] = C[0] + A[k]
             T.evaluate(0)
     """
-    return func.with_body(_NoOpRemover().visit(func.body))  # type: ignore[arg-type]
+    return func.with_body(_NoOpRemover().visit(func.body))
 
 
 def no_op() -> Stmt:
@@ -58,7 +58,7 @@ def is_no_op(stmt: Stmt) -> bool:
         return all(is_no_op(s) for s in stmt.seq)
     if isinstance(stmt, Evaluate):
         calls: list[Call] = []
-        post_order_visit(stmt.value, lambda n: calls.append(n) if isinstance(n, Call) else None)  # type: ignore[func-returns-value]
+        post_order_visit(stmt.value, lambda n: calls.append(n) if isinstance(n, Call) else None)
         return not calls
     return False
 
@@ -73,7 +73,7 @@ def _same(a: object, b: object) -> bool:
 
 class _NoOpRemover(Mutator):
     def visit_SeqStmt(self, stmt: SeqStmt) -> Stmt:
-        visited: list[Stmt] = [self.visit(s) for s in stmt.seq]  # type: ignore[misc]
+        visited: list[Stmt] = [self.visit(s) for s in stmt.seq]
         kept = [s for s in visited if not is_no_op(s)]
         if not kept:
             return no_op()
@@ -84,28 +84,28 @@ class _NoOpRemover(Mutator):
     def visit_IfThenElse(self, stmt: IfThenElse) -> Stmt:
         if isinstance(stmt.condition, IntImm):
             live = stmt.then_case if stmt.condition.value else stmt.else_case
-            return no_op() if live is None else self.visit(live)  # type: ignore[return-value]
+            return no_op() if live is None else self.visit(live)
         then_case = self.visit(stmt.then_case)
         else_case = None if stmt.else_case is None else self.visit(stmt.else_case)
-        if else_case is not None and is_no_op(else_case):  # type: ignore[arg-type]
+        if else_case is not None and is_no_op(else_case):
             else_case = None
-        if is_no_op(then_case) and else_case is None:  # type: ignore[arg-type]
+        if is_no_op(then_case) and else_case is None:
             return no_op()
-        return stmt.replace(then_case=then_case, else_case=else_case)  # type: ignore[return-value]
+        return stmt.replace(then_case=then_case, else_case=else_case)
 
     def visit_For(self, loop: For) -> Stmt:
         if isinstance(loop.extent, IntImm) and loop.extent.value <= 0:
             return no_op()
         body = self.visit(loop.body)
-        if is_no_op(body):  # type: ignore[arg-type]
+        if is_no_op(body):
             return no_op()
-        return loop.replace(body=body)  # type: ignore[return-value]
+        return loop.replace(body=body)
 
     def visit_Evaluate(self, stmt: Evaluate) -> Stmt:
         return no_op() if is_no_op(stmt) else stmt
 
     def visit_BufferStore(self, store: BufferStore) -> Stmt:
-        store = self.generic_visit(store)  # type: ignore[assignment]
+        store = self.generic_visit(store)
         value = store.value
         if (
             isinstance(value, BufferLoad)
@@ -126,6 +126,6 @@ class _NoOpRemover(Mutator):
 
     def _scoped(self, stmt: LetStmt | Allocate | AttrStmt) -> Stmt:
         body = self.visit(stmt.body)
-        if is_no_op(body):  # type: ignore[arg-type]
+        if is_no_op(body):
             return no_op()
-        return stmt.replace(body=body)  # type: ignore[return-value]
+        return stmt.replace(body=body)

@@ -43,26 +43,28 @@ def unroll_loops(func: PrimFunc) -> PrimFunc:
         for k_1 in T.unroll(2):             C[0] = C[0] + A[k_0 * 2 + 0]
             C[0] = C[0] + A[k_0 * 2 + k_1]  C[0] = C[0] + A[k_0 * 2 + 1]
     """
-    return func.with_body(_Unroller().visit(func.body))  # type: ignore[arg-type]
+    return func.with_body(_Unroller().visit(func.body))
 
 
 class _Unroller(Mutator):
     def visit_For(self, loop: For) -> Stmt:
-        body: Stmt = self.visit(loop.body)  # type: ignore[assignment]
-        constant = isinstance(loop.min, IntImm) and isinstance(loop.extent, IntImm)
-        if loop.kind is not ForKind.UNROLLED or not constant:
-            return loop.replace(body=body)  # type: ignore[return-value]
-        start, extent = loop.min.value, loop.extent.value  # type: ignore[attr-defined]
+        body: Stmt = self.visit(loop.body)
+        low, count = loop.min, loop.extent
+        if not (
+            loop.kind is ForKind.UNROLLED and isinstance(low, IntImm) and isinstance(count, IntImm)
+        ):
+            return loop.replace(body=body)
+        start, extent = low.value, count.value
         inner = _defined(body)
         if extent > MAX_UNROLLED_ITERATIONS or inner is None:
-            return loop.replace(body=body)  # type: ignore[return-value]
+            return loop.replace(body=body)
         copies = []
         for i in range(extent):
             # Each copy defines its own loop and let variables: one name, one definition.
             mapping: dict[Var, PrimExpr] = {v: Var(v.name, v.dtype) for v in inner} if i else {}
             mapping[loop.loop_var] = IntImm(start + i, loop.loop_var.dtype)
             copies.append(substitute(body, mapping))
-        return seq(*copies)  # type: ignore[arg-type]
+        return seq(*copies)
 
 
 def _defined(body: Stmt) -> list[Var] | None:

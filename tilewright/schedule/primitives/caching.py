@@ -154,9 +154,10 @@ def _region_at(
         return None
     whole = [Range(IntImm(0, s.dtype), s) for s in buffer.shape]
     ranges = [interval_range(clip(r, d, ana), ana) for r, d in zip(relaxed, whole)]
-    if any(r is None or not isinstance(r.extent, IntImm) for r in ranges):
+    bounded = [r for r in ranges if r is not None and isinstance(r.extent, IntImm)]
+    if len(bounded) != len(ranges):
         return [Range(IntImm(0, s.dtype), s) for s in buffer.shape]
-    return ranges  # type: ignore[return-value]
+    return bounded
 
 
 def _anchor(scope: Path, writer: ScopeBlock, readers: list[ScopeBlock]) -> Path:
@@ -221,8 +222,7 @@ def cache_read(
                 raise ScheduleError(
                     "cache_read",
                     "same-scope",
-                    f"consumer block {c.node.name!r} is not in the scope of block "  # type: ignore[attr-defined]
-                    f"{block.name!r}",
+                    f"consumer block {c.block.name!r} is not in the scope of block {block.name!r}",
                     site.func,
                     c.node,
                 )
@@ -374,7 +374,7 @@ def set_scope(site: Site, index: int, scope: str) -> PrimFunc:
     if not isinstance(scope, str) or not scope:
         raise ScheduleError("set_scope", "argument", f"scope {scope!r} is not a storage scope")
     new = buffer.replace(scope=scope)
-    body = swap(site.func.body, {buffer: new})  # type: ignore[dict-item]
+    body = swap(site.func.body, {buffer: new})
     return site.func.with_body(body)
 
 
@@ -410,6 +410,7 @@ def storage_align(site: Site, index: int, axis: int, factor: int, offset: int) -
     entry = (index, axis % ndim, factor, offset)
     table = dict(block.annotations)
     old = table.get("buffer_dim_align", ())
-    kept = tuple(e for e in old if tuple(e[:2]) != entry[:2])  # type: ignore[union-attr,index]
+    assert isinstance(old, tuple)  # attrs() freezes a list of entries into a tuple
+    kept = tuple(e for e in old if tuple(e[:2]) != entry[:2])
     table["buffer_dim_align"] = (*kept, entry)
     return site.replaced(update(block, annotations=attrs(table)))

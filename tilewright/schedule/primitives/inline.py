@@ -85,7 +85,7 @@ class _Inline(Mutator):
         assert isinstance(new, BufferLoad)
         if new.buffer is not self.buffer:
             return new
-        return substitute(self.value, dict(zip(self.index_vars, new.indices)))  # type: ignore[return-value]
+        return substitute(self.value, dict(zip(self.index_vars, new.indices)))
 
     def visit_Block(self, node: Block) -> Block:
         new = self.generic_visit(node)
@@ -193,7 +193,7 @@ def compute_inline(site: Site) -> PrimFunc:
         _check_crossed("compute_inline", site, block, blocks, me, max(readers), True)
     body = remove(site.func.body, realize)
     assert body is not None
-    body = _Inline(buffer, index_vars, store.value).visit(body)  # type: ignore[assignment]
+    body = _Inline(buffer, index_vars, store.value).visit(body)
     return site.func.with_body(_drop_allocation(body, buffer))
 
 
@@ -265,8 +265,8 @@ def reverse_compute_inline(site: Site) -> PrimFunc:
     value = _Inline(buffer, [], pstore.value).visit(store.value)
     new_store = BufferStore(
         store.buffer,
-        substitute(value, mapping),  # type: ignore[arg-type]
-        tuple(substitute(i, mapping) for i in store.indices),  # type: ignore[misc]
+        substitute(value, mapping),
+        tuple(substitute(i, mapping) for i in store.indices),
     )
     new_block = update(producer.block, body=new_store)
     reads, writes = block_access_regions(new_block)

@@ -115,19 +115,19 @@ def decompose_reduction(block_site: Site, loop_site: Site) -> tuple[PrimFunc, st
         new_var = Var(iv.var.name, iv.var.dtype)
         renamed[iv.var] = new_var
         iter_vars.append(update(iv, var=new_var))
-        values.append(substitute(value, mapping))  # type: ignore[arg-type]
+        values.append(substitute(value, mapping))
     init_name = f"{block.name}_init"
     update_name = f"{block.name}_update"
     init_block = Block(
         init_name,
         tuple(iter_vars),
         (),
-        tuple(substitute(w, renamed) for w in block.writes),  # type: ignore[misc]
-        substitute(block.init, renamed),  # type: ignore[arg-type]
+        tuple(substitute(w, renamed) for w in block.writes),
+        substitute(block.init, renamed),
     )
     stmt: Stmt = BlockRealize(
         tuple(values),
-        substitute(init_predicate, mapping),  # type: ignore[arg-type]
+        substitute(init_predicate, mapping),
         init_block,
     )
     for f in reversed(copied):
@@ -288,19 +288,19 @@ def rfactor(loop_site: Site, factor_axis: int) -> tuple[PrimFunc, str]:
     body_map: dict[Var, PrimExpr] = dict(new_spatial)
     for iv, v in zip(block.iter_vars, realize.iter_values):
         if iv.kind is IterKind.REDUCE:
-            body_map[iv.var] = substitute(v, loop_ivs)  # type: ignore[assignment]
+            body_map[iv.var] = substitute(v, loop_ivs)
     rf_index = [substitute(i, body_map) for i in store.indices]
     rf_index.insert(axis, loop_ivs[loop.loop_var])
     rf_idx = tuple(rf_index)
-    rf_load = BufferLoad(rf, rf_idx)  # type: ignore[arg-type]
+    rf_load = BufferLoad(rf, rf_idx)
     assert isinstance(block.init, BufferStore)
     rf_block = Block(
         rf_name,
         tuple(rf_iters),
         (),
         (),
-        BufferStore(rf, combiner(rf_load, substitute(rhs, body_map)), rf_idx),  # type: ignore[arg-type]
-        BufferStore(rf, substitute(block.init.value, body_map), rf_idx),  # type: ignore[arg-type]
+        BufferStore(rf, combiner(rf_load, substitute(rhs, body_map)), rf_idx),
+        BufferStore(rf, substitute(block.init.value, body_map), rf_idx),
     )
     reads, writes = block_access_regions(rf_block)
     rf_block = update(rf_block, reads=reads, writes=writes)
@@ -331,8 +331,8 @@ def rfactor(loop_site: Site, factor_axis: int) -> tuple[PrimFunc, str]:
     # predicate; a split's bound is weakest at their start, so test it there.
     firsts: dict[Var, PrimExpr] = {f.loop_var: f.min for f in nest if f not in kept}
     firsts.update({v: copies[v] for v in (f.loop_var for f in kept)})
-    wb_predicate = simplify(substitute(realize.predicate, firsts))  # type: ignore[arg-type]
-    wb: Stmt = BlockRealize(tuple(wb_values), wb_predicate, wb_block)  # type: ignore[arg-type]
+    wb_predicate = simplify(substitute(realize.predicate, firsts))
+    wb: Stmt = BlockRealize(tuple(wb_values), wb_predicate, wb_block)
     for f in reversed(kept):
         loop_kind = ForKind.SERIAL if f is loop else f.kind
         tag = "" if f is loop else f.thread_tag

@@ -59,6 +59,10 @@ _COMPARE_PY: dict[type, Callable[[Any, Any], object]] = {
     ast.In: lambda a, b: operator.contains(b, a),
     ast.NotIn: lambda a, b: not operator.contains(b, a),
 }
+# Any: as above, Python's own operators on whatever value the script holds.
+_NEGATE: Callable[[Any], object] = operator.neg
+_INVERT: Callable[[Any], object] = operator.invert
+_SUBSCRIPT: Callable[[Any, Any], object] = operator.getitem
 
 
 def _is_ir(value: object) -> bool:
@@ -74,6 +78,11 @@ def _operand(value: object) -> op.Operand:
 def _iterable(value: object) -> Iterable[object]:
     # A starred non-iterable raises TypeError when unpacked, as it would in Python.
     return cast("Iterable[object]", value)
+
+
+def _mapping(value: object) -> Mapping[Any, object]:
+    # A ``**`` operand that is not a mapping raises TypeError in ``dict.update``.
+    return cast("Mapping[Any, object]", value)
 
 
 def _plural(n: int, word: str, many: str) -> str:
@@ -150,7 +159,7 @@ class ExpressionEvaluator:
         keywords: dict[str, object] = {}
         for kw in node.keywords:
             if kw.arg is None:
-                keywords.update(self.eval(kw.value))  # type: ignore[call-overload]
+                keywords.update(_mapping(self.eval(kw.value)))
             else:
                 keywords[kw.arg] = self.eval(kw.value)
         if func is range:
@@ -188,10 +197,10 @@ class ExpressionEvaluator:
         if isinstance(node.op, ast.UAdd):
             return value
         if isinstance(node.op, ast.USub):
-            return -value  # type: ignore[operator]
+            return _NEGATE(value)
         if _is_ir(value):
             raise self.error(node, "unsupported operator ~ on an expression")
-        return ~value  # type: ignore[operator]
+        return _INVERT(value)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> object:
         is_and = isinstance(node.op, ast.And)
@@ -277,7 +286,7 @@ class ExpressionEvaluator:
                 raise self.error(node, f"bad index of buffer {owner.name}: {err}") from None
         key = self.eval(node.slice)
         try:
-            return owner[key]  # type: ignore[index]
+            return _SUBSCRIPT(owner, key)
         except (TypeError, ValueError, KeyError, IndexError) as err:
             raise self.error(node, f"cannot subscript {ast.unparse(node.value)}: {err}") from None
 
@@ -304,7 +313,7 @@ class ExpressionEvaluator:
         out: dict[object, object] = {}
         for key, value in zip(node.keys, node.values):
             if key is None:
-                out.update(self.eval(value))  # type: ignore[call-overload]
+                out.update(_mapping(self.eval(value)))
             else:
                 out[self.eval(key)] = self.eval(value)
         return out

@@ -18,7 +18,7 @@ from tilewright.ir.buffer import Buffer, BufferRegion, decl_buffer
 from tilewright.ir.dtype import DataType, dtype, handle
 from tilewright.ir.expr import FloatImm, IntImm, PrimExpr, Range, Var
 from tilewright.ir.node import Node
-from tilewright.ir.stmt import Attrs, ForKind, IterKind, Stmt
+from tilewright.ir.stmt import Attrs, AttrValue, ForKind, IterKind, Stmt
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class AttrDirective:
     """``T.block_attr({...})`` (``on_function`` False) or ``T.func_attr({...})``."""
 
     on_function: bool
-    attrs: dict[str, object]
+    attrs: dict[str, AttrValue]
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ class BufferType:
 
     def make(self, name: str) -> Buffer:
         """A new ``Buffer`` called ``name`` with a fresh data variable unless one was given."""
-        extra: dict[str, object] = {}
+        extra: dict[str, int] = {}
         if self.align is not None and self.align > 0:
             extra["align"] = self.align
         if self.offset_factor is not None and self.offset_factor > 0:
@@ -146,7 +146,7 @@ class BufferType:
             strides=self.strides,
             elem_offset=self.elem_offset if self.elem_offset is not None else 0,
             layout=self.layout,
-            **extra,  # type: ignore[arg-type]
+            **extra,
         )
 
 

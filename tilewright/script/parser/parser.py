@@ -56,7 +56,7 @@ class Parser(AssignmentParser):
         buffer_map = tuple(
             (p, self.func.buffer_map[p]) for p in self.func.params if p in self.func.buffer_map
         )
-        return PrimFunc(tuple(self.func.params), body, buffer_map, attrs(self.func.attrs))  # type: ignore[arg-type]
+        return PrimFunc(tuple(self.func.params), body, buffer_map, attrs(self.func.attrs))
 
     def _parameter(self, arg: ast.arg) -> Var:
         name = arg.arg

@@ -18,6 +18,7 @@ from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
 from tilewright.ir.stmt import (
     Allocate,
     AttrStmt,
+    AttrValue,
     Block,
     BlockRealize,
     Evaluate,
@@ -63,7 +64,7 @@ class BlockBuilder:
     predicate: PrimExpr | None = None
     reads: tuple[BufferRegion, ...] | None = None
     writes: tuple[BufferRegion, ...] | None = None
-    annotations: dict[str, object] = field(default_factory=dict)
+    annotations: dict[str, AttrValue] = field(default_factory=dict)
     alloc_buffers: list[Buffer] = field(default_factory=list)
     match_buffers: list[MatchBufferRegion] = field(default_factory=list)
     init: Stmt | None = None
@@ -73,7 +74,7 @@ class BlockBuilder:
 class FunctionBuilder:
     params: list[Var] = field(default_factory=list)
     buffer_map: dict[Var, Buffer] = field(default_factory=dict)
-    attrs: dict[str, object] = field(default_factory=dict)
+    attrs: dict[str, AttrValue] = field(default_factory=dict)
     root_allocs: list[Buffer] = field(default_factory=list)
 
 
@@ -164,8 +165,9 @@ class StatementParser(ExpressionEvaluator):
             )
         if node.orelse:
             raise self.error(node.orelse[0], "for ... else is not supported in a script")
-        targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
-        if not all(isinstance(t, ast.Name) for t in targets):
+        elts = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
+        targets = [t for t in elts if isinstance(t, ast.Name)]
+        if len(targets) != len(elts):
             raise self.error(node.target, "loop targets must be plain names")
         if len(targets) != len(frame.loops):
             raise self.error(
@@ -173,10 +175,10 @@ class StatementParser(ExpressionEvaluator):
                 f"{len(frame.loops)} loops but {len(targets)} loop variables; "
                 f"expected {len(frame.loops)} names",
             )
-        loop_vars = [Var(t.id, spec.extent.dtype) for t, spec in zip(targets, frame.loops)]  # type: ignore[attr-defined]
+        loop_vars = [Var(t.id, spec.extent.dtype) for t, spec in zip(targets, frame.loops)]
         with self.scope.nested():
             for target, var, spec in zip(targets, loop_vars, frame.loops):
-                self.scope.define(target.id, var)  # type: ignore[attr-defined]
+                self.scope.define(target.id, var)
                 self.loop_ranges[var] = Range(spec.min, spec.extent)
             body = self.parse_body(node.body)
         for var, spec in reversed(list(zip(loop_vars, frame.loops))):
@@ -234,13 +236,13 @@ class StatementParser(ExpressionEvaluator):
             builder.init,
             tuple(builder.alloc_buffers),
             tuple(builder.match_buffers),
-            attrs(builder.annotations),  # type: ignore[arg-type]
+            attrs(builder.annotations),
         )
         if builder.reads is None or builder.writes is None:
             from tilewright.arith.region import block_access_regions
 
             reads, writes = block_access_regions(block)
-            block = block.replace(  # type: ignore[assignment]
+            block = block.replace(
                 reads=builder.reads if builder.reads is not None else reads,
                 writes=builder.writes if builder.writes is not None else writes,
             )

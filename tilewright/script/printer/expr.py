@@ -221,7 +221,7 @@ class ExprPrinter:
         if e.op.startswith("tw."):
             from tilewright.script.printer.tirx import tirx_call
 
-            text = tirx_call(self, e)  # type: ignore[arg-type]
+            text = tirx_call(self, e)  # type: ignore[arg-type]  # tirx_call only uses ExprPrinter
             if text is not None:
                 return text, ATOM
         if _reparses_as_intrinsic(e):
@@ -275,7 +275,7 @@ class ExprPrinter:
             return string(value)
         if isinstance(value, tuple):
             if _is_mapping(value):
-                return self.attr_dict(value)  # type: ignore[arg-type]
+                return self.attr_dict(value)
             return "[" + ", ".join(self.attr_value(v) for v in value) + "]"
         if isinstance(value, Node):
             return self.ranked(value)[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import keyword
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from tilewright.ir.buffer import Buffer
 from tilewright.ir.expr import Let, Var
@@ -12,6 +13,9 @@ from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import Visitor
 from tilewright.ir.node import Node
 from tilewright.ir.stmt import Allocate, Block, For, IterVar, LetStmt
+
+if TYPE_CHECKING:
+    from tilewright.ir.tile import ScopeId
 
 # Names the script itself needs: the two namespaces and Python names it calls.
 _RESERVED = frozenset({"T", "I", "range", "True", "False", "None"})
@@ -83,11 +87,11 @@ class _Definitions(Visitor):
     """Finds what a tree defines and uses, to tell its free variables and buffers apart."""
 
     def __init__(self) -> None:
-        self.defined: set[Node] = set()
-        self.used: dict[Node, None] = {}
+        self.defined: set[Var | Buffer] = set()
+        self.used: dict[Var | Buffer, None] = {}
         self.buffers: set[Buffer] = set()
 
-    def define(self, obj: Node) -> None:
+    def define(self, obj: Var | Buffer) -> None:
         self.defined.add(obj)
 
     def visit_Var(self, var: Var) -> None:
@@ -113,9 +117,9 @@ class _Definitions(Visitor):
         self.define(let.var)
         self.generic_visit(let)
 
-    def visit_ScopeId(self, scope: Node) -> None:
-        # tilewright.tirx's `lane = T.lane_id([32])` defines its variables.
-        for var in scope.vars:  # type: ignore[attr-defined]
+    def visit_ScopeId(self, scope: ScopeId) -> None:
+        # The tile layer's `lane = T.lane_id([32])` defines its variables.
+        for var in scope.vars:
             self.define(var)
         self.generic_visit(scope)
 
@@ -152,4 +156,4 @@ def free_names(tree: object) -> list[Var | Buffer]:
     """
     walk = _Definitions()
     walk.visit(tree)
-    return [obj for obj in walk.used if obj not in walk.defined]  # type: ignore[misc]
+    return [obj for obj in walk.used if obj not in walk.defined]

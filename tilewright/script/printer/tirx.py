@@ -1,6 +1,6 @@
 """Printing tile-layer IR: kernel entries, scope ids, tile ops, layouts and tirx intrinsics.
 
-Input: the ``StmtPrinter`` printing a tree and a node of ``tilewright.tirx``. Output: script
+Input: the ``StmtPrinter`` printing a tree and a node of ``tilewright.ir.tile``. Output: script
 lines that ``from tilewright.script import tirx as T`` (and ``tile as Tx``) parse back, e.g.
 ``Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])`` and ``lane_id = T.lane_id([32])``.
 """
@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tilewright.ir import BufferRegion, Call, Node
+from tilewright.ir.intrinsics import ADDRESS_OF, CTA_SYNC, Intrinsic, lookup_or_none
 from tilewright.ir.stmt import Stmt
+from tilewright.ir.tile import DeviceEntry, ScopeId, TileOp, has_tirx
 
 if TYPE_CHECKING:
     from tilewright.script.printer.stmt import StmtPrinter
@@ -18,22 +20,19 @@ if TYPE_CHECKING:
 HEADER_TIRX = (
     "from tilewright.script import tirx as T",
     "from tilewright.script.tirx import tile as Tx",
-    "from tilewright.tirx.layout import S, laneid, tid, tx, warpid",
+    "from tilewright.layout import S, laneid, tid, tx, warpid",
 )
-_PRETTY_CALLS = {"tw.cuda.cta_sync": "T.cuda.cta_sync", "tw.address_of": "T.address_of"}
+# The tile intrinsics whose script spelling parses back to the same call.
+_PRETTY_CALLS: dict[Intrinsic, str] = {CTA_SYNC: "T.cuda.cta_sync", ADDRESS_OF: "T.address_of"}
 
 
 def uses_tirx(node: Node) -> bool:
     """True when ``node`` holds tile-layer statements or a buffer with a layout."""
-    from tilewright.tirx.stmt import has_tirx
-
     return has_tirx(node)
 
 
 def print_tile_stmt(printer: StmtPrinter, s: Stmt) -> bool:
     """Emit ``s`` when it is a tile-layer statement; False for any other statement."""
-    from tilewright.tirx.stmt import DeviceEntry, ScopeId, TileOp
-
     if isinstance(s, DeviceEntry):
         printer.emit("T.device_entry()")
         printer.stmt(s.body)
@@ -56,7 +55,8 @@ def print_tile_stmt(printer: StmtPrinter, s: Stmt) -> bool:
 
 def tirx_call(printer: StmtPrinter, e: Call) -> str | None:
     """``T.cuda.cta_sync()`` / ``T.address_of(A[i])`` for the calls that parse back so."""
-    name = _PRETTY_CALLS.get(e.op)
+    intrinsic = lookup_or_none(e.op)
+    name = _PRETTY_CALLS.get(intrinsic) if intrinsic is not None else None
     if name is None:
         return None
     return f"{name}({printer.args(*e.args)})"

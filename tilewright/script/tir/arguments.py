@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.dtype import DataType, dtype
 from tilewright.ir.expr import Add, BufferLoad, IntImm, PrimExpr, Range
+from tilewright.ir.stmt import AttrValue
 from tilewright.ir.structural import structural_equal
 from tilewright.script.parser.frames import DTypeConstructor
 
@@ -84,10 +86,12 @@ def regions(values: Sequence[object], where: str) -> tuple[BufferRegion, ...]:
     return tuple(region(v, where) for v in flat)
 
 
-def attr_dict(value: object, where: str) -> dict[str, object]:
+def attr_dict(value: object, where: str) -> dict[str, AttrValue]:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
         raise TypeError(f"{where}: expected a dict with string keys, found {_describe(value)}")
-    return value
+    # The values are the script's own, unchecked: attrs() freezes lists and dicts, and the
+    # printer shows any other value as it is.
+    return cast("dict[str, AttrValue]", value)
 
 
 def span(start: PrimExpr, stop: PrimExpr) -> PrimExpr:

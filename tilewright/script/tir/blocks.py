@@ -90,7 +90,7 @@ class _Axis:
         for b in bindings:
             if not isinstance(b, Var):
                 raise TypeError(f"T.axis.remap: expected loop variables, found {b!r}")
-        return AxisRemap(tuple(table[k] for k in kinds), tuple(bindings))  # type: ignore[arg-type]
+        return AxisRemap(tuple(table[k] for k in kinds), tuple(bindings))
 
     def __repr__(self) -> str:
         return "T.axis"

@@ -207,4 +207,4 @@ def iter_var(var: object, dom: object, kind: object) -> IterVar:
     kinds = {k.value: k for k in IterKind}
     if kind not in kinds:
         raise TypeError(f"T.iter_var: kind is one of {', '.join(kinds)}, found {kind!r}")
-    return IterVar(var, dom, kinds[kind])  # type: ignore[index]
+    return IterVar(var, dom, kinds[kind])

@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 from tilewright.ir.expr import IntImm
-from tilewright.ir.stmt import Attrs, AttrValue, ForKind, attrs
+from tilewright.ir.stmt import Attrs, ForKind, attrs
 from tilewright.script.parser.frames import LoopFrame, LoopSpec
 from tilewright.script.tir import arguments as args
 
@@ -24,9 +22,7 @@ def _loop(
     notes: Attrs = ()
     if annotations:
         # attrs() freezes each value into an AttrValue (lists to tuples, dicts to pairs).
-        notes = attrs(
-            cast("dict[str, AttrValue]", args.attr_dict(annotations, f"{where} annotations"))
-        )
+        notes = attrs(args.attr_dict(annotations, f"{where} annotations"))
     return LoopFrame((LoopSpec(low, extent, kind, thread, notes),))
 
 

@@ -6,13 +6,13 @@ tile layer's: ``T.device_entry``, ``T.cta_id``, ``T.warp_id``, ``T.lane_id``,
 layout classes. Tile primitives are in ``tilewright.script.tirx.tile`` (``Tx``).
 """
 
+from tilewright.layout import ComposeLayout, S, SwizzleLayout, TileLayout
 from tilewright.script.tir import *  # noqa: F403 - this namespace extends TIR's
 from tilewright.script.tir import __getattr__
 from tilewright.script.tirx import cuda, tile
 from tilewright.script.tirx.buffers import alloc_buffer, decl_buffer, match_buffer
 from tilewright.script.tirx.pointers import address_of
 from tilewright.script.tirx.scopes import cta_id, device_entry, lane_id, thread_id, warp_id
-from tilewright.tirx.layout import ComposeLayout, S, SwizzleLayout, TileLayout
 
 __all__ = [
     *[n for n in dir() if not n.startswith("_")],

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from tilewright.ir import IntImm
+from tilewright.layout import ComposeLayout, TileLayout
 from tilewright.script.parser.frames import BufferDecl
 from tilewright.script.tir import buffers as tir_buffers
-from tilewright.tirx.layout import ComposeLayout, TileLayout
 
 
 def _checked(decl: BufferDecl, where: str) -> BufferDecl:

@@ -1,19 +1,19 @@
 """``T.cuda``: CUDA intrinsics of tile programs (barrier and vector byte copies).
 
 Each function returns a ``Call``; as a statement it becomes ``Evaluate`` (see
-``tilewright.tirx.intrinsics`` for their meaning).
+``tilewright.ir.intrinsics``, ``CTA_SYNC`` and ``COPY_BYTES``, for their meaning).
 """
 
 from __future__ import annotations
 
 from tilewright.ir import Call, IntImm, PrimExpr
 from tilewright.ir.dtype import int32
-from tilewright.tirx import intrinsics
+from tilewright.ir.intrinsics import COPY_BYTES, COPY_WIDTHS, CTA_SYNC
 
 
 def cta_sync() -> Call:
     """``T.cuda.cta_sync()``: every thread of the CTA waits here (``__syncthreads()``)."""
-    return intrinsics.cta_sync()
+    return CTA_SYNC.call()
 
 
 def copy_bytes(dst: PrimExpr, src: PrimExpr, nbytes: object) -> Call:
@@ -22,9 +22,9 @@ def copy_bytes(dst: PrimExpr, src: PrimExpr, nbytes: object) -> Call:
     Example: ``T.cuda.copy_bytes(T.address_of(S[i]), T.address_of(A[i]), 16)``.
     """
     count = nbytes.value if isinstance(nbytes, IntImm) else nbytes
-    if count not in intrinsics.COPY_WIDTHS:
+    if count not in COPY_WIDTHS:
         raise ValueError(f"T.cuda.copy_bytes moves 1, 2, 4, 8 or 16 bytes, got {nbytes!r}")
-    return Call(int32, intrinsics.COPY_BYTES, (dst, src, IntImm(count, int32)))  # type: ignore[arg-type]
+    return COPY_BYTES.call(dst, src, IntImm(count, int32))  # type: ignore[arg-type]
 
 
 def copy_8b(dst: PrimExpr, src: PrimExpr) -> Call:

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 
 from tilewright.ir import IntImm, Stmt, Var
 from tilewright.ir.dtype import int32
+from tilewright.ir.tile import DeviceEntry, ScopeId
 from tilewright.script.parser.frames import EnclosingDirective
-from tilewright.tirx.stmt import DeviceEntry, ScopeId
 
 
 class DeviceEntryDirective(EnclosingDirective):

@@ -12,7 +12,7 @@ Example::
 from __future__ import annotations
 
 from tilewright.ir import Buffer, BufferRegion, PrimExpr, attrs, op
-from tilewright.tirx.stmt import TileOp
+from tilewright.ir.tile import TileOp
 
 
 def _region(value: object, what: str) -> BufferRegion:

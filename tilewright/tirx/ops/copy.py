@@ -9,9 +9,9 @@ or from a ``local`` buffer whose layout spreads it over the scope's threads) or 
 from __future__ import annotations
 
 from tilewright.ir import Stmt
+from tilewright.layout.offset_arith import Offset
+from tilewright.layout.shard import MEMORY
 from tilewright.tirx.dispatch import Check, ExecContext, Variant, check_all
-from tilewright.tirx.layout.offset_arith import Offset
-from tilewright.tirx.layout.shard import MEMORY
 from tilewright.tirx.ops.copy_checks import copy_operands, valid_copy
 from tilewright.tirx.ops.copy_gmem_smem import emit_gmem_smem, is_gmem_smem
 from tilewright.tirx.ops.elementwise import load, register_walk, store, strided_loop

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tilewright.ir import BufferRegion
+from tilewright.ir.tile import TileOp
+from tilewright.layout import LayoutError
 from tilewright.tirx.dispatch import Check, ExecContext
-from tilewright.tirx.layout import LayoutError
 from tilewright.tirx.operand import Operand, operand
-from tilewright.tirx.stmt import TileOp
 
 
 def copy_operands(op: TileOp) -> tuple[Operand, Operand]:

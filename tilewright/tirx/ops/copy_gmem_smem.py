@@ -12,12 +12,13 @@ from dataclasses import dataclass
 
 from tilewright.ir import For, ForKind, LetStmt, PrimExpr, Stmt, Var, op, substitute
 from tilewright.ir.dtype import int32
+from tilewright.ir.intrinsics import COPY_BYTES, address_of, copy_bytes
+from tilewright.ir.tile import EXEC_SCOPES, TileOp
+from tilewright.layout import LayoutError, TileLayout, align
+from tilewright.layout import offset_arith as oa
+from tilewright.layout.offset_arith import Offset
+from tilewright.layout.shard import MEMORY
 from tilewright.tirx.dispatch import Check, ExecContext, check_all
-from tilewright.tirx.intrinsics import address_of, copy_bytes
-from tilewright.tirx.layout import LayoutError, TileLayout, align
-from tilewright.tirx.layout import offset_arith as oa
-from tilewright.tirx.layout.offset_arith import Offset
-from tilewright.tirx.layout.shard import MEMORY
 from tilewright.tirx.operand import Operand, is_multiple
 from tilewright.tirx.ops.copy_checks import (
     all_threads_active,
@@ -26,7 +27,6 @@ from tilewright.tirx.ops.copy_checks import (
     scope_allowed,
     valid_copy,
 )
-from tilewright.tirx.stmt import EXEC_SCOPES, TileOp
 
 GMEM_SMEM_PAIRS = (("global", "shared"), ("shared", "global"))
 VECTOR_BITS = (128, 64, 32, 16, 8)
@@ -60,8 +60,9 @@ class GmemSmemPlan:
 
 def is_gmem_smem(op: TileOp, ctx: ExecContext) -> Check:
     """The ``gmem_smem`` predicate: ``(True, None)`` or ``(False, reason)``."""
-    if not ctx.is_target("cuda"):
-        return False, f"non-cuda target ({ctx.target_kind or 'no target'})"
+    if not ctx.supports(COPY_BYTES):
+        where = f"target {ctx.target}" if ctx.target is not None else "no target"
+        return False, f"{where} has no {COPY_BYTES.name} (16-byte copies)"
     if ctx.scope not in EXEC_SCOPES:
         return False, f"unsupported exec_scope {ctx.scope}"
     ok, reason = check_all(

@@ -23,10 +23,10 @@ from tilewright.ir import (
     op,
 )
 from tilewright.ir.dtype import int32
+from tilewright.layout import offset_arith as oa
+from tilewright.layout.offset_arith import Offset
+from tilewright.layout.shard import MEMORY, product
 from tilewright.tirx.dispatch import ExecContext
-from tilewright.tirx.layout import offset_arith as oa
-from tilewright.tirx.layout.offset_arith import Offset
-from tilewright.tirx.layout.shard import MEMORY, product
 from tilewright.tirx.operand import Operand
 
 

@@ -20,13 +20,13 @@ from tilewright.ir import (
     op,
 )
 from tilewright.ir.dtype import int32
+from tilewright.ir.tile import TileOp
+from tilewright.layout import LayoutError
+from tilewright.layout import offset_arith as oa
+from tilewright.layout.shard import MEMORY
 from tilewright.tirx.dispatch import Check, ExecContext, Variant
-from tilewright.tirx.layout import LayoutError
-from tilewright.tirx.layout import offset_arith as oa
-from tilewright.tirx.layout.shard import MEMORY
 from tilewright.tirx.operand import Operand, is_multiple, operand
 from tilewright.tirx.ops.elementwise import store, strided_loop
-from tilewright.tirx.stmt import TileOp
 
 VECTOR_BYTES = 16
 

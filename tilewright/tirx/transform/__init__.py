@@ -6,7 +6,7 @@ Example::
     lowered = LowerTIRx()(mod)
 """
 
-from tilewright.tirx.stmt import has_tirx
+from tilewright.ir.tile import has_tirx
 from tilewright.tirx.transform.lower_tirx import LowerTIRx, TIRxError
 
 __all__ = ["LowerTIRx", "TIRxError", "has_tirx"]

@@ -19,7 +19,6 @@ from tilewright.ir import (
     Buffer,
     BufferLoad,
     BufferStore,
-    Call,
     Evaluate,
     For,
     ForKind,
@@ -37,18 +36,19 @@ from tilewright.ir import (
     pre_order_visit,
 )
 from tilewright.ir.dtype import int32
-from tilewright.tirx.dispatch import Decision, ExecContext, dispatch
-from tilewright.tirx.intrinsics import CTA_SYNC, sync_threads
-from tilewright.tirx.layout.shard import MEMORY
-from tilewright.tirx.operand import buffer_layout, constant_shape, flat_view
-from tilewright.tirx.ops import PRIMITIVES
-from tilewright.tirx.stmt import (
+from tilewright.ir.intrinsics import CTA_SYNC, sync_threads
+from tilewright.ir.tile import (
     WARP_SIZE,
     WARPGROUP_SIZE,
     DeviceEntry,
     ScopeId,
     TileOp,
 )
+from tilewright.layout.shard import MEMORY
+from tilewright.target import Target
+from tilewright.tirx.dispatch import Decision, ExecContext, dispatch
+from tilewright.tirx.operand import buffer_layout, constant_shape, flat_view
+from tilewright.tirx.ops import PRIMITIVES
 
 _BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 
@@ -62,8 +62,9 @@ class LowerTIRx:
     """The pass object: ``LowerTIRx()(mod)``; ``decisions`` lists each op's chosen variant.
 
     Args:
-        target_kind: the target kind dispatch predicates see (``"cuda"``, ...); by default
-            the kind of ``tilewright.target.Target.current()``.
+        target: the target dispatch predicates see (a ``Target`` or its spelling); by default
+            ``tilewright.target.Target.current()``, as TVM's pass reads it (``tw.build``
+            passes its target explicitly).
 
     Example::
 
@@ -73,22 +74,17 @@ class LowerTIRx:
         [('gmem_smem', 4), ('gmem_smem', 4)]
     """
 
-    target_kind: str | None = None
+    target: Target | str | None = None
     decisions: list[Decision] = field(default_factory=list)
 
     def __call__(self, mod: IRModule | PrimFunc) -> IRModule:
         if isinstance(mod, PrimFunc):
             mod = IRModule({"main": mod})
-        kind = self.target_kind
-        if kind is None:
-            from tilewright.target import Target
-
-            current = Target.current()
-            kind = str(current.kind) if current is not None else None
+        target = Target(self.target) if self.target is not None else Target.current()
         self.decisions.clear()
         functions = {}
         for name, func in mod.items():
-            lowering = _Lowering(kind, self.decisions)
+            lowering = _Lowering(target, self.decisions)
             functions[name] = func.with_body(lowering.visit(func.body))  # type: ignore[arg-type]
         return IRModule(functions)
 
@@ -119,9 +115,9 @@ class _Launch:
 
 
 class _Lowering(Mutator):
-    def __init__(self, target_kind: str | None, decisions: list[Decision]) -> None:
+    def __init__(self, target: Target | None, decisions: list[Decision]) -> None:
         super().__init__()
-        self.target_kind = target_kind
+        self.target = target
         self.decisions = decisions
         self.launch: _Launch | None = None
         self.narrowing: list[tuple[str, set[Var]]] = []
@@ -240,12 +236,11 @@ class _Lowering(Mutator):
             index = thread if thread is not None else launch.tx
         narrowed = self._narrowed_by(scope, launch)
         return ExecContext(
-            self.target_kind, scope, threads, index, launch.threads, narrowed, views=self.views
+            self.target, scope, threads, index, launch.threads, narrowed, views=self.views
         )
 
     def visit_Evaluate(self, stmt: Evaluate) -> Stmt:
-        value = stmt.value
-        if isinstance(value, Call) and value.op == CTA_SYNC:
+        if CTA_SYNC.matches(stmt):
             return sync_threads()
         return self.generic_visit(stmt)  # type: ignore[return-value]
 
