@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from evaluator import run_kernel
 
+import tilewright as tw
 from tilewright.ir import (
     Call,
     Evaluate,

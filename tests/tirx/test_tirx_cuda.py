@@ -11,7 +11,6 @@ import tilewright as tw
 from tilewright.layout import ComposeLayout, S, SwizzleLayout, TileLayout
 from tilewright.runtime.cuda_runtime import device_count
 from tilewright.runtime.cuda_runtime.nvrtc import nvcc_version, nvrtc_version
-from tilewright.tirx.layout import ComposeLayout, S, SwizzleLayout, TileLayout
 
 needs_compiler = pytest.mark.skipif(
     nvrtc_version() is None and nvcc_version() is None and not tw.config.get().ci,

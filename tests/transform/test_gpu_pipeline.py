@@ -173,9 +173,9 @@ def test_lowering_checks_the_given_targets_limits():
     limited = Target({"kind": "cuda", "max_num_threads": 64})
     with pytest.raises(ValueError, match=r"uses 128 threads per block .* allows 64"):
         lower(mod, limited)
-    with limited:  # tw.lower without a target takes the current one, as TVM does
-        with pytest.raises(ValueError, match=r"uses 128 threads per block .* allows 64"):
-            lower(mod)
+    # tw.lower without a target takes the current one, as TVM does.
+    with limited, pytest.raises(ValueError, match=r"uses 128 threads per block .* allows 64"):
+        lower(mod)
     assert lower(mod, "cuda")["main_kernel"] is not None
 
 
