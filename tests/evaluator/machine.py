@@ -14,6 +14,7 @@ import linecache
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class BarrierDivergence(AssertionError):
 class Compiled:
     """A translated function: ``function(machine, thread, *inputs)``."""
 
-    function: Callable[..., Iterator[intrinsics.Intrinsic] | None]
+    function: Callable[..., Any]  # a generator function when compiled for threads
     inputs: tuple[Var, ...]
     source: str
 
@@ -108,7 +109,7 @@ class Machine:
         grid, threads = dims[:3], dims[3:]
         for bz, by, bx in itertools.product(*(range(n) for n in reversed(grid))):
             block = Block()
-            running = []
+            running: list[Iterator[intrinsics.Intrinsic]] = []
             for tz, ty, tx in itertools.product(*(range(n) for n in reversed(threads))):
                 index = dict(zip(TAGS, (bx, by, bz, tx, ty, tz)))
                 thread = Thread(block, len(running), index, extents)

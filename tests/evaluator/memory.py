@@ -11,12 +11,15 @@ copies) the race raises ``SharedMemoryRace``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from tilewright.ir import DataType
 
 SEVERAL = -2  # the reader of an element that several threads read in this phase
+Value = Any  # what evaluated code computes: a Python or numpy scalar, or an array of lanes
+Offset = int | np.ndarray  # an element, or one element per lane
 
 
 class SharedMemoryRace(AssertionError):
@@ -32,7 +35,7 @@ def allocate(size: int, dtype: np.dtype) -> np.ndarray:
     return np.full(size, np.nan if dtype.kind == "f" else 0, dtype=dtype)
 
 
-def out_of_range(index: object, extent: object, name: str) -> None:
+def out_of_range(index: Value, extent: int, name: str) -> None:
     raise IndexError(f"{name}: index {index} out of [0, {extent})")
 
 
@@ -96,7 +99,7 @@ class SharedArray:
             np.full(size, -1, dtype=np.int64) for _ in range(4)
         )
 
-    def load(self, offset: object, thread: int) -> object:
+    def load(self, offset: Offset, thread: int) -> Value:
         if isinstance(offset, np.ndarray):
             values = self.data[offset]
             raced = self._note_reads(offset, thread)
@@ -110,7 +113,7 @@ class SharedArray:
             self.reader[offset] = SEVERAL
         return self._poison(value, True) if raced else value
 
-    def store(self, offset: object, value: object, thread: int) -> None:
+    def store(self, offset: Offset, value: Value, thread: int) -> None:
         phase = self.block.phase
         if isinstance(offset, np.ndarray):
             raced = (self.read_phase[offset] == phase) & (self.reader[offset] != thread)
@@ -147,7 +150,7 @@ class SharedArray:
         self.read_phase[at] = phase
         return raced
 
-    def _poison(self, values: object, raced: object) -> object:
+    def _poison(self, values: Value, raced: Value) -> Value:
         if self.data.dtype.kind != "f":
             raise SharedMemoryRace(f"{self.name}: two threads race on an element in one phase")
         return np.where(raced, np.nan, values).astype(self.data.dtype)[()]

@@ -148,9 +148,9 @@ class Translator(ExprTranslator):
         elif intrinsic.effect is intrinsics.Effect.BARRIER:
             self.barrier(intrinsic)
         elif intrinsic is intrinsics.LAUNCH_KERNEL:
-            self.launch(call)  # type: ignore[arg-type]
+            self.launch(call)
         elif intrinsic is intrinsics.COPY_BYTES:
-            self.emit(f"_rt.copy_bytes({', '.join(self.expr(a) for a in call.args)})")  # type: ignore[union-attr]
+            self.emit(f"_rt.copy_bytes({', '.join(self.expr(a) for a in call.args)})")
         else:
             raise TypeError(f"evaluator: cannot execute intrinsic {intrinsic.name}")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluator import BarrierDivergence, run, run_kernel
+from evaluator import BarrierDivergence, SharedMemoryRace, run, run_kernel
 from tilewright.ir import PrimFunc, intrinsics
 from tilewright.script import from_source
 
@@ -14,7 +14,7 @@ SYNC = f"T.evaluate(T.call_intrin('int32', {intrinsics.SYNC_THREADS.name!r}))"
 
 
 def _parse(text: str) -> PrimFunc:
-    return from_source("from tilewright.script import tir as T\n" + text)  # type: ignore[return-value]
+    return from_source("from tilewright.script import tir as T\n" + text)
 
 
 DIVISIONS = _parse("""
@@ -105,3 +105,25 @@ def main(A: T.Buffer((4, 4), "float32")):
 """)
     with pytest.raises(IndexError, match=r"A: index 4 out of \[0, 4\)"):
         run(func, np.zeros((4, 4), "float32"))
+
+
+def _byte_copy_kernel(barrier: str) -> PrimFunc:
+    return from_source(f"""
+from tilewright.script import tirx as T
+@T.prim_func
+def main(A: T.Buffer((32,), "float32"), B: T.Buffer((32,), "float32")):
+    S = T.alloc_buffer((32,), "float32", scope="shared")
+    for tx in T.thread_binding(8, thread="threadIdx.x"):
+        T.cuda.copy_bytes(T.address_of(S[tx * 4]), T.address_of(A[tx * 4]), 16)
+        {barrier}
+        T.cuda.copy_bytes(T.address_of(B[tx * 4]), T.address_of(S[(tx + 1) % 8 * 4]), 16)
+""")
+
+
+def test_byte_copies_through_shared_memory_need_the_barrier_too():
+    a = np.arange(32, dtype="float32")
+    result = run_kernel(_byte_copy_kernel(SYNC), a, np.zeros(32, "float32"))
+    np.testing.assert_array_equal(result.arrays[1], np.roll(a, -4))
+    assert result.effects[intrinsics.COPY_BYTES] == 16
+    with pytest.raises(SharedMemoryRace, match="S: a byte copy"):
+        run_kernel(_byte_copy_kernel("pass"), a, np.zeros(32, "float32"))

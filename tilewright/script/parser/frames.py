@@ -17,6 +17,7 @@ from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion, decl_buffer
 from tilewright.ir.dtype import DataType, dtype, handle
 from tilewright.ir.expr import FloatImm, IntImm, PrimExpr, Range, Var
+from tilewright.ir.layout import Layout
 from tilewright.ir.node import Node
 from tilewright.ir.stmt import Attrs, AttrValue, ForKind, IterKind, Stmt
 
@@ -128,7 +129,7 @@ class BufferType:
     scope: str = "global"
     align: int | None = None
     offset_factor: int | None = None
-    layout: Node | None = None
+    layout: Layout | None = None
 
     def make(self, name: str) -> Buffer:
         """A new ``Buffer`` called ``name`` with a fresh data variable unless one was given."""

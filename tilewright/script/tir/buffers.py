@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from tilewright.ir.expr import PrimExpr, Var
+from tilewright.ir.layout import Layout
 from tilewright.ir.node import Node
 from tilewright.script.parser.frames import BufferDecl, BufferType
 from tilewright.script.tir import arguments as args
@@ -34,7 +35,7 @@ def _maker(name: str, wrap: Callable[[BufferType], _Made], doc: str) -> Callable
         offset_factor: int = 0,
         buffer_type: str = "default",
         axis_separators: object = None,
-        layout: Node | None = None,
+        layout: Layout | None = None,
     ) -> _Made:
         if data is not None and not isinstance(data, Var):
             raise TypeError(f"{where}: data must be a handle variable, found {type(data).__name__}")
