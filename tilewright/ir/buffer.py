@@ -8,7 +8,7 @@ from tilewright.ir.dtype import DataType, dtype, handle, int32
 from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
 from tilewright.ir.layout import Layout
 from tilewright.ir.node import Node, node
-from tilewright.ir.op import convert
+from tilewright.ir.op import Operand, convert
 
 DEFAULT_ALIGN = 64
 
@@ -54,7 +54,7 @@ class Buffer(Node):
         return BufferLoad(self, tuple(convert(i) for i in indices))
 
     def with_shape(self, shape: Sequence[PrimExpr | int]) -> Buffer:
-        return self.replace(shape=tuple(convert(s) for s in shape))  # type: ignore[return-value]
+        return self.replace(shape=tuple(convert(s) for s in shape))
 
 
 def decl_buffer(
@@ -99,7 +99,7 @@ class BufferRegion(Node):
         return BufferRegion(buffer, tuple(Range(IntImm(0, s.dtype), s) for s in buffer.shape))
 
     @staticmethod
-    def from_indices(buffer: Buffer, items: Sequence[object]) -> BufferRegion:
+    def from_indices(buffer: Buffer, items: Sequence[Operand | slice]) -> BufferRegion:
         """A region from indices and slices, as written in ``A[vi : vi + 3, 0]``."""
         ranges = []
         for dim, item in enumerate(items):
@@ -110,7 +110,7 @@ class BufferRegion(Node):
                 stop = buffer.shape[dim] if item.stop is None else convert(item.stop)
                 ranges.append(Range(start, _extent(start, stop)))
             else:
-                index = convert(item)  # type: ignore[arg-type]
+                index = convert(item)
                 ranges.append(Range(index, IntImm(1, index.dtype)))
         return BufferRegion(buffer, tuple(ranges))
 

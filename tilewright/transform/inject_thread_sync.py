@@ -288,22 +288,22 @@ class _Planner:
         if data not in self.shared:
             return
         index = substitute(indices[0] if len(indices) == 1 else indices, self.rename)
-        found.append(_Access(data, index, write, frozenset()))  # type: ignore[arg-type]
+        found.append(_Access(data, index, write, frozenset()))
 
     def stmt_Allocate(self, alloc: Allocate) -> _Summary:
         if alloc.buffer.scope.startswith("shared"):
             self.shared.add(alloc.buffer.data)
         inner = self.stmt(alloc.body)
-        return _Summary(alloc.replace(body=inner.stmt), inner.head, inner.tail, inner.syncs)  # type: ignore[arg-type]
+        return _Summary(alloc.replace(body=inner.stmt), inner.head, inner.tail, inner.syncs)
 
     def stmt_LetStmt(self, stmt: LetStmt) -> _Summary:
         inner = self.stmt(stmt.body)
         value = self.accesses(stmt.value)
-        return _Summary(stmt.replace(body=inner.stmt), value + inner.head, inner.tail, inner.syncs)  # type: ignore[arg-type]
+        return _Summary(stmt.replace(body=inner.stmt), value + inner.head, inner.tail, inner.syncs)
 
     def stmt_AttrStmt(self, stmt: AttrStmt) -> _Summary:
         inner = self.stmt(stmt.body)
-        return _Summary(stmt.replace(body=inner.stmt), inner.head, inner.tail, inner.syncs)  # type: ignore[arg-type]
+        return _Summary(stmt.replace(body=inner.stmt), inner.head, inner.tail, inner.syncs)
 
     def stmt_Evaluate(self, stmt: Evaluate) -> _Summary:
         if is_sync(stmt):
@@ -340,9 +340,9 @@ class _Planner:
             then_case=then.stmt, else_case=other.stmt if stmt.else_case is not None else None
         )
         if then.syncs and other.syncs:
-            return _Summary(new, cond + then.head + other.head, then.tail + other.tail, True)  # type: ignore[arg-type]
+            return _Summary(new, cond + then.head + other.head, then.tail + other.tail, True)
         every = cond + self.all_of(then) + self.all_of(other)
-        return _Summary(new, every, list(every))  # type: ignore[arg-type]
+        return _Summary(new, every, list(every))
 
     @staticmethod
     def all_of(summary: _Summary) -> list[_Access]:
@@ -365,9 +365,9 @@ class _Planner:
         runs = isinstance(loop.extent, IntImm) and loop.extent.value > 0
         new = loop.replace(body=body)
         if syncs and runs:
-            return _Summary(new, head, tail, True)  # type: ignore[arg-type]
+            return _Summary(new, head, tail, True)
         every = _vary(self.all_of(inner), loop.loop_var)
-        return _Summary(new, every, list(every))  # type: ignore[arg-type]
+        return _Summary(new, every, list(every))
 
     def thread_loop(self, loop: For) -> _Summary:
         tag = loop.thread_tag
@@ -376,4 +376,4 @@ class _Planner:
         if tag.startswith("threadIdx") and isinstance(loop.extent, IntImm):
             self.thread_extent[self.canonical[tag]] = loop.extent.value
         inner = self.stmt(loop.body)
-        return _Summary(loop.replace(body=inner.stmt), inner.head, inner.tail, inner.syncs)  # type: ignore[arg-type]
+        return _Summary(loop.replace(body=inner.stmt), inner.head, inner.tail, inner.syncs)

@@ -85,7 +85,7 @@ def _host_body(stmt: Stmt, launches: dict[int, Evaluate]) -> Stmt:
     if isinstance(stmt, SeqStmt):
         return seq(*(_host_body(s, launches) for s in stmt.seq))
     if isinstance(stmt, LetStmt):
-        return stmt.replace(body=_host_body(stmt.body, launches))  # type: ignore[return-value]
+        return stmt.replace(body=_host_body(stmt.body, launches))
     if id(stmt) in launches:
         return launches[id(stmt)]
     return stmt  # T.evaluate(0), the only other statement find_kernels lets through
@@ -96,7 +96,9 @@ def _launch(kernel: Kernel, device: PrimFunc, args: list[Var]) -> Evaluate:
         return kernel.extents.get(tag, IntImm(1, int32))
 
     dims = [extent(t) for t in GRID_TAGS] + [extent(t) for t in BLOCK_TAGS]
-    shared = IntImm(int(device.attr("dyn_shared_memory_bytes", 0)), int32)  # type: ignore[arg-type]
+    nbytes = device.attr("dyn_shared_memory_bytes", 0)
+    assert isinstance(nbytes, int)  # _device_function stores the byte count
+    shared = IntImm(nbytes, int32)
     call_args = (StringImm(kernel.name), *dims, shared, *args)
     return intrinsics.LAUNCH_KERNEL.stmt(*call_args)
 

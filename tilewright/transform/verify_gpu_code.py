@@ -67,7 +67,7 @@ def verify_gpu_code(func: PrimFunc, target: Target | str) -> PrimFunc:
             dynamic.update(b.data for b in static)
     if not dynamic:
         return func
-    return func.with_body(_MakeDynamic(dynamic).visit(func.body))  # type: ignore[arg-type]
+    return func.with_body(_MakeDynamic(dynamic).visit(func.body))
 
 
 def buffer_bytes(buffer: Buffer) -> int:
@@ -161,5 +161,5 @@ class _MakeDynamic(Mutator):
         # One replacement per buffer, so that every use keeps pointing at the same object.
         if buffer not in self.buffer_map:
             moved = buffer.data in self.data and buffer.scope == "shared"
-            self.buffer_map[buffer] = buffer.replace(scope="shared.dyn") if moved else buffer  # type: ignore[assignment]
+            self.buffer_map[buffer] = buffer.replace(scope="shared.dyn") if moved else buffer
         return self.buffer_map[buffer]

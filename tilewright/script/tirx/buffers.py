@@ -7,6 +7,7 @@ many elements as the shape has.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from tilewright.ir import IntImm
@@ -23,13 +24,13 @@ def _checked(decl: BufferDecl, where: str) -> BufferDecl:
         raise TypeError(
             f"{where}: layout must be a TileLayout or ComposeLayout, got {type(layout).__name__}"
         )
-    size = 1
+    dims: list[int] = []
     for extent in decl.spec.shape:
         if not isinstance(extent, IntImm):
             raise ValueError(f"{where}: a buffer with a layout needs a constant shape")
-        size *= extent.value
+        dims.append(extent.value)
+    size = math.prod(dims)
     if layout.size() != size:
-        dims = [e.value for e in decl.spec.shape]  # type: ignore[attr-defined]
         raise ValueError(
             f"{where}: layout {layout!r} indexes {layout.size()} elements but shape {dims} "
             f"has {size}"

@@ -24,7 +24,7 @@ def copy_bytes(dst: PrimExpr, src: PrimExpr, nbytes: object) -> Call:
     count = nbytes.value if isinstance(nbytes, IntImm) else nbytes
     if count not in COPY_WIDTHS:
         raise ValueError(f"T.cuda.copy_bytes moves 1, 2, 4, 8 or 16 bytes, got {nbytes!r}")
-    return COPY_BYTES.call(dst, src, IntImm(count, int32))  # type: ignore[arg-type]
+    return COPY_BYTES.call(dst, src, IntImm(count, int32))
 
 
 def copy_8b(dst: PrimExpr, src: PrimExpr) -> Call:

@@ -9,6 +9,7 @@ or from a ``local`` buffer whose layout spreads it over the scope's threads) or 
 from __future__ import annotations
 
 from tilewright.ir import Stmt
+from tilewright.ir.tile import TileOp
 from tilewright.layout.offset_arith import Offset
 from tilewright.layout.shard import MEMORY
 from tilewright.tirx.dispatch import Check, ExecContext, Variant, check_all
@@ -24,12 +25,12 @@ SCOPE_AXES = {
 }
 
 
-def is_register(op_: object, ctx: ExecContext) -> Check:
+def is_register(op_: TileOp, ctx: ExecContext) -> Check:
     """Global or shared to or from a ``local`` buffer spread over the scope's threads."""
-    ok, reason = valid_copy(op_)  # type: ignore[arg-type]
+    ok, reason = valid_copy(op_)
     if not ok:
         return False, reason
-    dst, src = copy_operands(op_)  # type: ignore[arg-type]
+    dst, src = copy_operands(op_)
     regs = [side for side in (dst, src) if side.memory == "local"]
     if len(regs) != 1:
         return False, "needs exactly one register (local) operand"
@@ -55,9 +56,9 @@ def _full_scope(ctx: ExecContext) -> Check:
     return True, None
 
 
-def emit_register(op_: object, ctx: ExecContext) -> Stmt:
+def emit_register(op_: TileOp, ctx: ExecContext) -> Stmt:
     """Each thread copies the elements its register layout gives it, one by one."""
-    dst, src = copy_operands(op_)  # type: ignore[arg-type]
+    dst, src = copy_operands(op_)
     reg_is_dst = dst.memory == "local"
     reg, other = (dst, src) if reg_is_dst else (src, dst)
 
@@ -71,12 +72,12 @@ def emit_register(op_: object, ctx: ExecContext) -> Stmt:
     return register_walk(reg, ctx, body)
 
 
-def is_scalar(op_: object, ctx: ExecContext) -> Check:
+def is_scalar(op_: TileOp, ctx: ExecContext) -> Check:
     """Any valid copy whose operands are not spread over threads."""
-    ok, reason = valid_copy(op_)  # type: ignore[arg-type]
+    ok, reason = valid_copy(op_)
     if not ok:
         return False, reason
-    for side in copy_operands(op_):  # type: ignore[arg-type]
+    for side in copy_operands(op_):
         if side.thread_axes():
             return False, (
                 f"{side.buffer.name}'s layout places elements on threads "
@@ -85,9 +86,9 @@ def is_scalar(op_: object, ctx: ExecContext) -> Check:
     return True, None
 
 
-def emit_scalar(op_: object, ctx: ExecContext) -> Stmt:
+def emit_scalar(op_: TileOp, ctx: ExecContext) -> Stmt:
     """Each thread copies elements ``e * threads + tid``, one element per store."""
-    dst, src = copy_operands(op_)  # type: ignore[arg-type]
+    dst, src = copy_operands(op_)
 
     def body(index: Offset) -> Stmt:
         d = dst.element_offset(index)[MEMORY]
@@ -100,6 +101,6 @@ def emit_scalar(op_: object, ctx: ExecContext) -> Stmt:
 
 COPY_VARIANTS: tuple[Variant, ...] = (
     Variant("gmem_smem", 30, is_gmem_smem, emit_gmem_smem),
-    Variant("register", 20, is_register, emit_register),  # type: ignore[arg-type]
-    Variant("scalar", 0, is_scalar, emit_scalar),  # type: ignore[arg-type]
+    Variant("register", 20, is_register, emit_register),
+    Variant("scalar", 0, is_scalar, emit_scalar),
 )

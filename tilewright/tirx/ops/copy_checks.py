@@ -43,7 +43,7 @@ def valid_copy(op: TileOp) -> Check:
 
 def scope_allowed(op: TileOp, pairs: Sequence[tuple[str, str]]) -> Check:
     """The (src, dst) memory classes are one of ``pairs``; a register operand is named."""
-    dst, src = (operand(a) for a in op.args)  # type: ignore[arg-type]
+    dst, src = copy_operands(op)
     for side in (src, dst):
         if side.memory == "local":
             return False, (
@@ -60,7 +60,9 @@ def scope_allowed(op: TileOp, pairs: Sequence[tuple[str, str]]) -> Check:
 
 def divides_thread_count(op: TileOp, ctx: ExecContext) -> Check:
     """The region's element count is a multiple of the scope's thread count."""
-    size = operand(op.args[0]).size()  # type: ignore[arg-type]
+    dst = op.args[0]
+    assert isinstance(dst, BufferRegion)  # valid_copy ran first
+    size = operand(dst).size()
     if size % ctx.threads:
         return False, (
             f"element count {size} is not divisible by the thread count {ctx.threads} of the "

@@ -116,7 +116,7 @@ def plan_gmem_smem(op: TileOp, ctx: ExecContext) -> GmemSmemPlan:
     )
 
 
-def _vector_aligned(layout: TileLayout, parts: list[int], vec: int, base: object) -> bool:
+def _vector_aligned(layout: TileLayout, parts: list[int], vec: int, base: Offset) -> bool:
     """True when the ``vec`` group is one contiguous run and every other stride and the base
     offset are multiples of ``vec`` (so each vector pointer is naturally aligned)."""
     outer, threads, inner = layout.group(parts)
@@ -126,7 +126,7 @@ def _vector_aligned(layout: TileLayout, parts: list[int], vec: int, base: object
         return False
     others = outer.shard + threads.shard
     strides_ok = all(sh.stride % vec == 0 for sh in others if sh.extent > 1)
-    return strides_ok and is_multiple(base, vec)  # type: ignore[arg-type]
+    return strides_ok and is_multiple(base, vec)
 
 
 def emit_gmem_smem(op: TileOp, ctx: ExecContext) -> Stmt:
@@ -147,12 +147,12 @@ def emit_gmem_smem(op: TileOp, ctx: ExecContext) -> Stmt:
     s_lin_value = _based(s, plan.shared_parts.apply(*coords, shape=plan.parts)[MEMORY])
     g_lin_value = _based(g, plan.global_parts.apply(*coords, shape=plan.parts)[MEMORY])
     s_lin, g_lin = Var("s_lin", int32), Var("g_lin", int32)
-    s_off: object = s_lin
-    lets: list[tuple[Var, object]] = [(s_lin, s_lin_value), (g_lin, g_lin_value)]
+    s_off = s_lin
+    lets: list[tuple[Var, Offset]] = [(s_lin, s_lin_value), (g_lin, g_lin_value)]
     if s.swizzle is not None:
         s_off = Var("s_off", int32)
-        lets.append((s_off, s.swizzle.apply(s_lin)))  # type: ignore[arg-type]
-    s_ptr = address_of(ctx.flat(s.buffer), s_off)  # type: ignore[arg-type]
+        lets.append((s_off, s.swizzle.apply(s_lin)))
+    s_ptr = address_of(ctx.flat(s.buffer), s_off)
     g_ptr = address_of(ctx.flat(g.buffer), g_lin)
     global_is_src = op.args[1] is g.region
     body: Stmt = (
@@ -163,7 +163,7 @@ def emit_gmem_smem(op: TileOp, ctx: ExecContext) -> Stmt:
     for var, value in reversed(lets):
         body = LetStmt(var, _expr(value), body)
     if plan.outer == 1:
-        return substitute(body, {f: 0})  # type: ignore[return-value]
+        return substitute(body, {f: 0})
     return For(f, _expr(0), _expr(plan.outer), ForKind.SERIAL, body)
 
 
@@ -171,5 +171,5 @@ def _based(side: Operand, offset: Offset) -> Offset:
     return oa.add(side.base, offset)
 
 
-def _expr(value: object) -> PrimExpr:
-    return op.convert(value)  # type: ignore[arg-type]
+def _expr(value: Offset) -> PrimExpr:
+    return op.convert(value)

@@ -44,7 +44,7 @@ def storage_index(side: Operand, linear: Offset) -> PrimExpr:
     """The flat index of memory offset ``linear``: simplified, then swizzled if need be."""
     if isinstance(linear, PrimExpr):
         linear = oa.as_offset(simplify(linear))
-    return op.convert(side.offset(linear))  # type: ignore[arg-type]
+    return op.convert(side.offset(linear))
 
 
 def strided_loop(
@@ -60,10 +60,10 @@ def strided_loop(
     e = Var(name, int32)
     # One round: index with the constant 0, so no `0 * threads` is left behind.
     round_index: Offset = e if rounds > 1 else 0
-    index = oa.add(oa.mul(round_index, threads), ctx.thread_index if threads > 1 else 0)  # type: ignore[arg-type]
+    index = oa.add(oa.mul(round_index, threads), ctx.thread_index if threads > 1 else 0)
     stmt = body(index)
     if size % threads:
-        stmt = IfThenElse(op.lt(index, size), stmt)  # type: ignore[arg-type]
+        stmt = IfThenElse(op.lt(index, size), stmt)
     if rounds == 1:
         return stmt
     return For(e, op.convert(0), op.convert(rounds), ForKind.SERIAL, stmt)
@@ -73,10 +73,10 @@ def thread_coordinate(axis: str, ctx: ExecContext) -> Offset:
     """The running thread's position on hardware axis ``axis`` within the scope."""
     tid = ctx.thread_index if ctx.threads > 1 else 0
     if axis == "laneid":
-        return oa.floormod(tid, 32)  # type: ignore[arg-type]
+        return oa.floormod(tid, 32)
     if axis == "warpid":
-        return oa.floordiv(tid, 32)  # type: ignore[arg-type]
-    return tid  # type: ignore[return-value]
+        return oa.floordiv(tid, 32)
+    return tid
 
 
 def register_walk(reg: Operand, ctx: ExecContext, body: Callable[[Offset, Offset], Stmt]) -> Stmt:

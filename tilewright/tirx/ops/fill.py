@@ -46,7 +46,9 @@ def _target(op_: TileOp) -> tuple[Operand | None, str | None]:
 
 
 def _value(op_: TileOp, side: Operand) -> PrimExpr:
-    return op.cast(op_.args[1], side.buffer.dtype)  # type: ignore[arg-type]
+    value = op_.args[1]
+    assert isinstance(value, PrimExpr)  # _target checked it
+    return op.cast(value, side.buffer.dtype)
 
 
 def _vector_width(side: Operand, ctx: ExecContext) -> int | None:
@@ -89,9 +91,9 @@ def emit_vectorized(op_: TileOp, ctx: ExecContext) -> Stmt:
     f = Var("f", int32)
     tid = ctx.thread_index if ctx.threads > 1 else 0
     round_index = f if outer > 1 else 0
-    start = oa.add(side.base, oa.add(oa.mul(round_index, ctx.threads * vec), oa.mul(tid, vec)))  # type: ignore[arg-type]
+    start = oa.add(side.base, oa.add(oa.mul(round_index, ctx.threads * vec), oa.mul(tid, vec)))
     # Inside one swizzle chunk the swizzle moves the whole vector together.
-    index = Ramp(op.convert(side.offset(start)), op.convert(1), vec)  # type: ignore[arg-type]
+    index = Ramp(op.convert(side.offset(start)), op.convert(1), vec)
     body: Stmt = BufferStore(ctx.flat(side.buffer), Broadcast(_value(op_, side), vec), (index,))
     if outer == 1:
         return body

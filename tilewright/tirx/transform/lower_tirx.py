@@ -85,7 +85,7 @@ class LowerTIRx:
         functions = {}
         for name, func in mod.items():
             lowering = _Lowering(target, self.decisions)
-            functions[name] = func.with_body(lowering.visit(func.body))  # type: ignore[arg-type]
+            functions[name] = func.with_body(lowering.visit(func.body))
         return IRModule(functions)
 
 
@@ -170,14 +170,14 @@ class _Lowering(Mutator):
         launch = self._launch("T." + scope.kind)
         body = self.visit(scope.body)
         if scope.kind == "cta_id":
-            return body  # type: ignore[return-value]
+            return body
         var = scope.vars[0]
         value = {
             "thread_id": launch.tx,
             "lane_id": op.floormod(launch.tx, WARP_SIZE),
             "warp_id": op.floordiv(launch.tx, WARP_SIZE),
         }[scope.kind]
-        return LetStmt(var, value, body)  # type: ignore[arg-type]
+        return LetStmt(var, value, body)
 
     def _launch(self, what: str) -> _Launch:
         if self.launch is None:
@@ -192,7 +192,7 @@ class _Lowering(Mutator):
 
             self.narrowing.append((script(stmt.condition), used))
         try:
-            return self.generic_visit(stmt)  # type: ignore[return-value]
+            return self.generic_visit(stmt)
         finally:
             if used:
                 self.narrowing.pop()
@@ -242,7 +242,7 @@ class _Lowering(Mutator):
     def visit_Evaluate(self, stmt: Evaluate) -> Stmt:
         if CTA_SYNC.matches(stmt):
             return sync_threads()
-        return self.generic_visit(stmt)  # type: ignore[return-value]
+        return self.generic_visit(stmt)
 
     # -- laid-out buffers ------------------------------------------------------------------
 
@@ -255,25 +255,25 @@ class _Lowering(Mutator):
     def visit_Block(self, block: Block) -> Stmt:
         allocs = tuple(self._flat(b) if b.layout is not None else b for b in block.alloc_buffers)
         new = self.generic_visit(block.replace(alloc_buffers=()))
-        return new.replace(alloc_buffers=allocs)  # type: ignore[return-value]
+        return new.replace(alloc_buffers=allocs)
 
     def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
         if load.buffer.layout is None:
-            return self.generic_visit(load)  # type: ignore[return-value]
+            return self.generic_visit(load)
         indices = tuple(self.visit(i) for i in load.indices)
         return BufferLoad(self._flat(load.buffer), (_laid_out(load.buffer, indices),))
 
     def visit_BufferStore(self, store: BufferStore) -> Stmt:
         if store.buffer.layout is None:
-            return self.generic_visit(store)  # type: ignore[return-value]
+            return self.generic_visit(store)
         indices = tuple(self.visit(i) for i in store.indices)
         value = self.visit(store.value)
         index = _laid_out(store.buffer, indices)
-        return BufferStore(self._flat(store.buffer), value, (index,))  # type: ignore[arg-type]
+        return BufferStore(self._flat(store.buffer), value, (index,))
 
 
 def _laid_out(buffer: Buffer, indices: tuple[object, ...]) -> PrimExpr:
     """The storage offset of ``buffer[indices]`` through its layout."""
     layout = buffer_layout(buffer)
     offset = layout.apply(*indices, shape=constant_shape(buffer))[MEMORY]
-    return op.convert(offset)  # type: ignore[arg-type]
+    return op.convert(offset)
