@@ -8,6 +8,7 @@ over its lanes; this rewrite gives the loop body. ``Ramp(b, s, n)`` becomes ``b 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeVar, overload
 
 from tilewright.ir import (
     Broadcast,
@@ -18,11 +19,15 @@ from tilewright.ir import (
     IntImm,
     Let,
     Mutator,
+    Node,
     PrimExpr,
     Ramp,
+    Stmt,
     Var,
     op,
 )
+
+_N = TypeVar("_N", bound=Node)
 
 
 def lane_of(expr: PrimExpr, lane: Var, arrays: Mapping[Var, Buffer] | None = None) -> PrimExpr:
@@ -38,7 +43,7 @@ def lane_of(expr: PrimExpr, lane: Var, arrays: Mapping[Var, Buffer] | None = Non
 
         >>> lane_of(A.load([Ramp(i * 4, 1, 4)]) + Broadcast(x, 4), l)   # A[i * 4 + l] + x
     """
-    return _Lane(lane, arrays or {}).visit(expr)  # type: ignore[return-value]
+    return _Lane(lane, arrays or {}).visit(expr)
 
 
 class _Lane(Mutator):
@@ -48,6 +53,20 @@ class _Lane(Mutator):
         self.arrays = arrays
         self.scalars: dict[Var, Var] = {}
 
+    @overload
+    def visit(self, value: PrimExpr) -> PrimExpr: ...
+    @overload
+    def visit(self, value: Stmt) -> Stmt: ...
+    @overload
+    def visit(self, value: _N) -> _N: ...
+    @overload
+    def visit(self, value: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]: ...
+    @overload
+    def visit(self, value: tuple[Stmt, ...]) -> tuple[Stmt, ...]: ...
+    @overload
+    def visit(self, value: tuple[_N, ...]) -> tuple[_N, ...]: ...
+    @overload
+    def visit(self, value: object) -> object: ...
     def visit(self, value: object) -> object:
         # Scalar subtrees are loop invariant: leave them untouched (and unvisited).
         if isinstance(value, PrimExpr) and not isinstance(value, Var) and value.dtype.lanes == 1:
@@ -68,22 +87,22 @@ class _Lane(Mutator):
         return node.value
 
     def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
-        return BufferLoad(load.buffer, tuple(self.visit(i) for i in load.indices))  # type: ignore[misc]
+        return BufferLoad(load.buffer, tuple(self.visit(i) for i in load.indices))
 
     def visit_Cast(self, node: Cast) -> PrimExpr:
-        return Cast(node.dtype.element, self.visit(node.value))  # type: ignore[arg-type]
+        return Cast(node.dtype.element, self.visit(node.value))
 
     def visit_Call(self, node: Call) -> PrimExpr:
         args = tuple(self.visit(a) for a in node.args)
-        return Call(node.dtype.element, node.op, args)  # type: ignore[arg-type]
+        return Call(node.dtype.element, node.op, args)
 
     def visit_Let(self, node: Let) -> PrimExpr:
         value = self.visit(node.value)
         if node.var.dtype.lanes == 1:
-            return Let(node.var, value, self.visit(node.body))  # type: ignore[arg-type]
+            return Let(node.var, value, self.visit(node.body))
         scalar = Var(node.var.name, node.var.dtype.element)
         self.scalars[node.var] = scalar
-        return Let(scalar, value, self.visit(node.body))  # type: ignore[arg-type]
+        return Let(scalar, value, self.visit(node.body))
 
 
 def _is_const(e: PrimExpr, value: int) -> bool:

@@ -105,9 +105,9 @@ def _view(fn: str, p: ParamSpec, arg: object, dev: Device) -> _ArrayView:
             f"DLPack tensor), got {type(arg).__name__}"
         )
     if not dev.same_memory(view.device):
-        runs_on = dev.kind if dev.is_host else str(dev)
+        kernel_on = dev.kind if dev.is_host else str(dev)
         raise ValueError(
-            f"{fn}: argument {p.name} is on {view.device} but the kernel runs on {runs_on}"
+            f"{fn}: argument {p.name} is on {view.device} but the kernel runs on {kernel_on}"
         )
     if view.dtype != p.dtype:
         raise TypeError(f"{fn}: argument {p.name} has dtype {view.dtype}, expected {p.dtype}")

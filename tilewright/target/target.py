@@ -88,6 +88,8 @@ class Target:
                 self.host = Target(host)
             return
         tag = ""
+        options: dict[str, str]
+        settings: dict[str, str | int]
         if isinstance(target, KindSpec):
             spec, head, options, settings = target, target.name, {}, {}
             kind_spelling = spec.name
