@@ -89,3 +89,28 @@ def test_damaged_or_foreign_files_are_refused(tmp_path):
         tw.runtime.load_module(tmp_path / "x.so")
     with pytest.raises(FileNotFoundError, match=r"no file at"):
         tw.runtime.load_module(tmp_path / "missing.so")
+
+
+@pytest.mark.gpu
+def test_a_cubin_artifact_runs_in_another_process(tmp_path):
+    from tilewright.runtime.cuda_runtime import device_count
+
+    if device_count() == 0:
+        pytest.skip("needs a CUDA GPU")
+    path = tmp_path / "vecadd.art"
+    path.write_bytes(tw.build_artifact(Expected_1, "cuda").to_bytes())
+    child = textwrap.dedent(f"""
+        import numpy as np
+        import tilewright as tw
+        from tilewright.artifact import Artifact
+        rt = tw.runtime.load(Artifact.from_bytes(open({str(path)!r}, "rb").read()))
+        a = np.arange(1024, dtype="float32")
+        dev = tw.cuda(0)
+        c = tw.nd.array(np.full(1024, np.nan, "float32"), dev)
+        rt["main"](tw.nd.array(a, dev), tw.nd.array(a, dev), c)
+        np.testing.assert_array_equal(c.numpy(), 2 * a)
+        print("ok")
+    """)
+    result = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

@@ -6,7 +6,7 @@ import pytest
 from printer_programs import matmul
 
 from tilewright import config
-from tilewright.script import highlight
+from tilewright.ir.printer import highlight
 
 TEXT = 'for i in range(8):\n    A[i] = T.float32(1.0)  # "x" < y'
 

@@ -416,7 +416,7 @@ def test_int64_loop_extent_gives_int64_var():
 
 
 def test_printer_round_trip_of_constructs():
-    printer = pytest.importorskip("tilewright.script.printer")
+    printer = pytest.importorskip("tilewright.ir.printer")
     assert printer is not None
 
     @T.prim_func

@@ -65,7 +65,7 @@ from tilewright.ir import (
     op,
     seq,
 )
-from tilewright.script.printer import script
+from tilewright.ir.printer import script
 
 
 def golden(text: str) -> str:

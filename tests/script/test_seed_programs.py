@@ -255,7 +255,7 @@ def test_seeds_round_trip_through_the_printer_when_present():
 
     import pytest
 
-    if importlib.util.find_spec("tilewright.script.printer") is None:
+    if importlib.util.find_spec("tilewright.ir.printer") is None:
         pytest.skip("the printer is not there yet")
     for mod in ALL:
         text = mod.script()

@@ -67,7 +67,7 @@ class IRModule(Node):
         return IRModule(functions)
 
     def _repr_html_(self) -> str:
-        from tilewright.script.highlight import to_html
+        from tilewright.ir.printer.highlight import to_html
 
         return to_html(self.script())
 

@@ -46,13 +46,13 @@ class Node:
     def script(self) -> str:
         """This node as TVMScript-style text."""
         # The printer lives in a later package of the pipeline; import on use.
-        from tilewright.script.printer import script
+        from tilewright.ir.printer import script
 
         return script(self)
 
     def show(self) -> None:
         """Print ``script()``, highlighted on a terminal."""
-        from tilewright.script.highlight import show
+        from tilewright.ir.printer.highlight import show
 
         show(self.script())
 

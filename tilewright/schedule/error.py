@@ -121,7 +121,7 @@ def render(func: PrimFunc, marked: Node | None) -> str:
     if isinstance(marked, BlockRealize):
         marked = marked.block
     try:
-        from tilewright.script.printer import script
+        from tilewright.ir.printer import script
 
         if marked is not None:
             text = script(func, marks={marked: "<-- here"})

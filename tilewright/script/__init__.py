@@ -1,5 +1,5 @@
 """Script front end: parse TVMScript-style Python into IR (``ir_module``, ``T.prim_func``,
-``from_source``) and print IR back as script (``tilewright.script.printer``).
+``from_source``) and print IR back as script (``tilewright.ir.printer``).
 
 Example::
 

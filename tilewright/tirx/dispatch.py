@@ -130,6 +130,6 @@ def dispatch(op: TileOp, ctx: ExecContext, variants: Sequence[Variant]) -> tuple
 
 def describe_args(op: TileOp) -> str:
     """The op's arguments as script text (for messages)."""
-    from tilewright.script.printer import script
+    from tilewright.ir.printer import script
 
     return ", ".join(script(a) for a in op.args)

@@ -188,7 +188,7 @@ class _Lowering(Mutator):
         launch = self.launch
         used = set(collect_vars(stmt.condition)) & launch.thread_vars() if launch else set()
         if used:
-            from tilewright.script.printer import script
+            from tilewright.ir.printer import script
 
             self.narrowing.append((script(stmt.condition), used))
         try:

@@ -45,7 +45,7 @@ from tilewright.ir.expr import (
 )
 from tilewright.ir.node import Node
 from tilewright.ir.stmt import IterVar
-from tilewright.script.printer.names import Namer, free_names
+from tilewright.ir.printer.names import Namer, free_names
 
 # Python's binding strengths, weakest first; a higher number binds tighter.
 OR, AND, NOT, CMP, ADD, MUL, UNARY, ATOM = 1, 2, 3, 4, 6, 7, 8, 10
@@ -219,7 +219,7 @@ class ExprPrinter:
     def expr_Call(self, e: Call) -> tuple[str, int]:
         args = e.args
         if e.op.startswith("tw."):
-            from tilewright.script.printer.tirx import tirx_call
+            from tilewright.ir.printer.tirx import tirx_call
 
             text = tirx_call(self, e)  # type: ignore[arg-type]  # tirx_call only uses ExprPrinter
             if text is not None:

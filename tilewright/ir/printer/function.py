@@ -12,9 +12,9 @@ from tilewright.ir.functor import collect_vars, pre_order_visit
 from tilewright.ir.module import IRModule
 from tilewright.ir.node import Node
 from tilewright.ir.stmt import Block, BlockRealize, LetStmt, SeqStmt, Stmt
-from tilewright.script.printer.expr import is_const, is_true
-from tilewright.script.printer.names import sanitize
-from tilewright.script.printer.stmt import StmtPrinter
+from tilewright.ir.printer.expr import is_const, is_true
+from tilewright.ir.printer.names import sanitize
+from tilewright.ir.printer.stmt import StmtPrinter
 
 HEADER_IR = "# from tilewright.script import ir as I"
 HEADER_TIR = "# from tilewright.script import tir as T"

@@ -26,8 +26,8 @@ from tilewright.ir.stmt import (
     SeqStmt,
     Stmt,
 )
-from tilewright.script.printer.expr import ExprPrinter, end_of, is_const, is_true, string
-from tilewright.script.printer.names import Namer
+from tilewright.ir.printer.expr import ExprPrinter, end_of, is_const, is_true, string
+from tilewright.ir.printer.names import Namer
 
 _AXIS_LETTER = {IterKind.SPATIAL: "S", IterKind.REDUCE: "R"}
 
@@ -79,7 +79,7 @@ class StmtPrinter(ExprPrinter):
                 method(s)
                 break
         else:
-            from tilewright.script.printer.tirx import print_tile_stmt
+            from tilewright.ir.printer.tirx import print_tile_stmt
 
             if not print_tile_stmt(self, s):
                 self.emit(self.generic(s))

@@ -15,7 +15,7 @@ from tilewright.ir.stmt import Stmt
 from tilewright.ir.tile import DeviceEntry, ScopeId, TileOp, has_tirx
 
 if TYPE_CHECKING:
-    from tilewright.script.printer.stmt import StmtPrinter
+    from tilewright.ir.printer.stmt import StmtPrinter
 
 HEADER_TIRX = (
     "from tilewright.script import tirx as T",

@@ -12,15 +12,15 @@ from tilewright.ir.function import PrimFunc
 from tilewright.ir.module import IRModule
 from tilewright.ir.node import Node
 from tilewright.ir.stmt import MatchBufferRegion, Stmt
-from tilewright.script.printer.expr import ExprPrinter
-from tilewright.script.printer.function import (
+from tilewright.ir.printer.expr import ExprPrinter
+from tilewright.ir.printer.function import (
     HEADER_IR,
     HEADER_TIR,
     print_function,
     print_module,
 )
-from tilewright.script.printer.stmt import StmtPrinter
-from tilewright.script.printer.tirx import HEADER_TIRX, uses_tirx
+from tilewright.ir.printer.stmt import StmtPrinter
+from tilewright.ir.printer.tirx import HEADER_TIRX, uses_tirx
 
 __all__ = ["script"]
 
