@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 
 class LaunchPlanError(ValueError):
@@ -35,7 +35,7 @@ def _c_div(a: Any, b: Any) -> object:
 def _c_mod(a: Any, b: Any) -> object:
     if isinstance(a, float) or isinstance(b, float):
         return a % b
-    return a - _c_div(a, b) * b  # type: ignore[operator]  # both are ints here
+    return a - _c_div(a, b) * b
 
 
 BINARY: dict[str, Callable[[Any, Any], object]] = {
@@ -125,7 +125,8 @@ class HostPlan:
         elif head == "launch":
             _, kernel, dims, args = stmt
             where = f"launch of {kernel}"
-            sizes = [int(self.evaluate(d, env, where)) for d in dims]  # type: ignore[call-overload]  # launch dimensions are integers by construction
+            # Launch dimensions are thread extents and the shared byte count: integers in the IR.
+            sizes = [int(cast(int, self.evaluate(d, env, where))) for d in dims]
             values = tuple(self.evaluate(a, env, where) for a in args)
             grid = (sizes[0], sizes[1], sizes[2])
             block = (sizes[3], sizes[4], sizes[5])

@@ -31,6 +31,7 @@ from tilewright.ir import (
     BufferLoad,
     Call,
     Cast,
+    CmpOp,
     DataType,
     Div,
     FloatImm,
@@ -358,11 +359,11 @@ class CLikePrinter:
             return self.min_max(e)
         raise CodegenError(f"{self.func_name}: cannot print {type(e).__name__}")
 
-    def expr_CmpOp(self, e: PrimExpr) -> Expr:
+    def expr_CmpOp(self, e: CmpOp) -> Expr:
         if e.dtype.lanes != 1:
             raise self.vector_error(e)
         sym, prec = _INFIX[type(e)]
-        a, b = e.a, e.b  # type: ignore[attr-defined]
+        a, b = e.a, e.b
         # Nested logical operators are parenthesized for the reader (and -Wparentheses).
         tight = PREC_AND + 1 if prec == PREC_OR else prec
         return Expr(f"{self.operand(a, tight)} {sym} {self.operand(b, tight, right=True)}", prec)

@@ -20,6 +20,7 @@ from tilewright.codegen.device_printer import (
     thread_extents,
 )
 from tilewright.ir import (
+    Buffer,
     BufferLoad,
     Call,
     DataType,
@@ -177,15 +178,15 @@ class CUDAPrinter(DevicePrinter):
             return f"__bfloat162bfloat162({scalar})"
         return f"make_{vtype}({', '.join([scalar] * lanes)})"
 
-    def declare_array(self, scope: str, ctype: str, name: str, count: int, buf: object) -> str:
-        if scope == "shared" and buf.data in self.vector_accessed:  # type: ignore[attr-defined]
+    def declare_array(self, scope: str, ctype: str, name: str, count: int, buf: Buffer) -> str:
+        if scope == "shared" and buf.data in self.vector_accessed:
             # 16-byte vector accesses need 16-byte aligned storage; a float array has 4.
-            align = max(16, min(buf.align, 128))  # type: ignore[attr-defined]
+            align = max(16, min(buf.align, 128))
             return f"__shared__ __align__({align}) {ctype} {name}[{count}];"
         if scope != "shared.dyn":
             return super().declare_array(scope, ctype, name, count, buf)
         offset = self.dyn_offset
-        size = count * buf.dtype.bytes  # type: ignore[attr-defined]
+        size = count * buf.dtype.bytes
         self.dyn_offset = offset + (size + 15) // 16 * 16
         if not any(line.startswith("extern __shared__") for line in self.hoisted):
             self.hoisted.insert(0, "extern __shared__ __align__(16) unsigned char tw_dyn_shared[];")

@@ -26,12 +26,14 @@ from tilewright.ir import (
     Add,
     BinaryOp,
     Broadcast,
+    Buffer,
     BufferLoad,
     Call,
     DataType,
     Div,
     FloatImm,
     IntImm,
+    IRModule,
     Max,
     Min,
     Mul,
@@ -183,7 +185,7 @@ class DevicePrinter(CLikePrinter, metaclass=ABCMeta):
             self.emit(line)
         self.stmt(s.body)
 
-    def declare_array(self, scope: str, ctype: str, name: str, count: int, buf: object) -> str:
+    def declare_array(self, scope: str, ctype: str, name: str, count: int, buf: Buffer) -> str:
         qualifier = self.scope_qualifiers[scope]
         return f"{qualifier + ' ' if qualifier else ''}{ctype} {name}[{count}];"
 
@@ -323,7 +325,7 @@ class DeviceSource:
     dyn_shared_bytes: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
-def device_functions(mod: object, kind: str) -> list[tuple[str, PrimFunc]]:
+def device_functions(mod: IRModule, kind: str) -> list[tuple[str, PrimFunc]]:
     """The kernels of a lowered module for target kind ``kind``, in module order.
 
     Example::
@@ -332,7 +334,7 @@ def device_functions(mod: object, kind: str) -> list[tuple[str, PrimFunc]]:
         ['main_kernel']
     """
     out = []
-    for name, func in mod.items():  # type: ignore[attr-defined]
+    for name, func in mod.items():
         if not func.attr("tir.is_kernel", False):
             continue
         declared = func.attr("target_kind", kind)
@@ -346,7 +348,7 @@ _Printer = TypeVar("_Printer", bound=DevicePrinter)
 
 
 def print_kernels(
-    mod: object, kind: str, printer_type: type[_Printer]
+    mod: IRModule, kind: str, printer_type: type[_Printer]
 ) -> tuple[str, dict[str, PrimFunc], dict[str, _Printer]]:
     """The kernels of a lowered module for ``kind``, each printed by a fresh ``printer_type``:
     the text (the helpers they call, each once, then the kernels), the functions and the

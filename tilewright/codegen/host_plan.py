@@ -21,8 +21,10 @@ from tilewright.ir import (
     NE,
     Add,
     And,
+    BinaryOp,
     Call,
     Cast,
+    CmpOp,
     Div,
     FloatImm,
     FloorDiv,
@@ -121,8 +123,12 @@ class _Writer:
             return ["if", self.expr(s.condition), self.stmt(s.then_case), other]
         if isinstance(s, Evaluate) and isinstance(s.value, IntImm):
             return ["nop"]
-        if isinstance(s, Evaluate) and intrinsics.LAUNCH_KERNEL.matches(s):
-            return self.launch(s.value)  # type: ignore[arg-type]  # matches() checked the Call
+        if (
+            isinstance(s, Evaluate)
+            and isinstance(s.value, Call)
+            and intrinsics.LAUNCH_KERNEL.matches(s.value)
+        ):
+            return self.launch(s.value)
         raise self.error(
             f"{type(s).__name__} cannot run on the host; a lowered GPU host function only binds "
             f"values and calls {intrinsics.LAUNCH_KERNEL.name}"
@@ -148,8 +154,8 @@ class _Writer:
             if e not in self.names:
                 raise self.error(f"variable {e.name} is used but not bound")
             return ["var", self.names[e]]
-        if type(e) in _BINARY:
-            return [_BINARY[type(e)], self.expr(e.a), self.expr(e.b)]  # type: ignore[attr-defined]  # every key is a binary node
+        if isinstance(e, BinaryOp | CmpOp) and type(e) in _BINARY:
+            return [_BINARY[type(e)], self.expr(e.a), self.expr(e.b)]
         if isinstance(e, Not):
             return ["not", self.expr(e.a)]
         if isinstance(e, Select):

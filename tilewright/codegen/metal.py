@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tilewright.codegen.device_printer import DevicePrinter, DeviceSource, print_kernels
-from tilewright.ir import IRModule, PrimFunc, Var
+from tilewright.ir import Buffer, IRModule, PrimFunc, Var
 
 _TYPES = {
     "bool": "bool",
@@ -71,8 +71,8 @@ class MetalPrinter(DevicePrinter):
         super().__init__()
         self.address_spaces: dict[Var, str] = {}
 
-    def declare_array(self, scope: str, ctype: str, name: str, count: int, buf: object) -> str:
-        self.address_spaces[buf.data] = self.scope_qualifiers[scope]  # type: ignore[attr-defined]
+    def declare_array(self, scope: str, ctype: str, name: str, count: int, buf: Buffer) -> str:
+        self.address_spaces[buf.data] = self.scope_qualifiers[scope]
         return super().declare_array(scope, ctype, name, count, buf)
 
     def vector_load(self, pointer: str, vtype: str, data: Var, lanes: int) -> str:

@@ -148,9 +148,9 @@ def _dim_vars(expr: PrimExpr, func_name: str, buf_name: str) -> list[Var]:
             found.append(e)
         elif isinstance(e, IntImm):
             pass
-        elif type(e) in _DIM_OPS:
-            visit(e.a)  # type: ignore[attr-defined]
-            visit(e.b)  # type: ignore[attr-defined]
+        elif isinstance(e, BinaryOp) and type(e) in _DIM_OPS:
+            visit(e.a)
+            visit(e.b)
         else:
             raise SignatureError(
                 f"{func_name}: buffer {buf_name} has a shape or stride {type(e).__name__} "
@@ -181,5 +181,5 @@ def _written_data(func: PrimFunc) -> set[Var]:
         if isinstance(node, BufferStore):
             written.add(node.buffer.data)
 
-    post_order_visit(func.body, visit)  # type: ignore[arg-type]
+    post_order_visit(func.body, visit)
     return written
