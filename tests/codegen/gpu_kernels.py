@@ -9,7 +9,6 @@ from __future__ import annotations
 from tilewright.ir import (
     Broadcast,
     BufferStore,
-    Call,
     For,
     ForKind,
     IfThenElse,
@@ -24,6 +23,7 @@ from tilewright.ir import (
     attrs,
     decl_buffer,
     dtype,
+    intrinsics,
     op,
     seq,
 )
@@ -46,13 +46,13 @@ def serial(var: Var, extent: int, body: Stmt) -> For:
 
 
 def sync() -> Evaluate:
-    return Evaluate(Call(I32, "tw.sync_threads", ()))
+    return intrinsics.sync_threads()
 
 
 def launch(name: str, grid: tuple, block: tuple, args: tuple, shared: int = 0) -> Evaluate:
     dims = [d if isinstance(d, PrimExpr) else i32(d) for d in (*grid, *block)]
     values = (StringImm(name), *dims, i32(shared), *args)
-    return Evaluate(Call(I32, "tw.launch_kernel", values))
+    return intrinsics.LAUNCH_KERNEL.stmt(*values)
 
 
 def kernel(name, buffers, body, extents, kind, scalars=(), shared=0) -> PrimFunc:

@@ -35,7 +35,7 @@ from tilewright.ir import (
     Sub,
     Var,
 )
-from tilewright.ir.op import BINARY_MATH, UNARY_MATH
+from tilewright.ir.intrinsics import BINARY_MATH, UNARY_MATH
 from tilewright.script import from_source
 from tilewright.script import tir as T
 

@@ -83,12 +83,12 @@ def test_page_program_lowers_to_the_page_loop():
     s_lin = serial[0].body
     assert isinstance(s_lin, LetStmt) and s_lin.var.name == "s_lin"
     assert_structural_equal(s_lin.value, f * 128 + lane * 4)
-    copies = [c for c in nodes(func.body, Call) if c.op == "tw.cuda.copy_bytes"]
+    copies = [c for c in nodes(func.body, Call) if intrinsics.COPY_BYTES.matches(c)]
     assert [c.args[2].value for c in copies] == [16, 16]
     # global -> shared first: the destination is the shared flat view
     assert copies[0].args[0].args[0].buffer.scope == "shared"
     assert copies[0].args[1].args[0].buffer.shape[0].value == 1024
-    syncs = [e for e in nodes(func.body, Evaluate) if e.value.op == "tw.sync_threads"]
+    syncs = [e for e in nodes(func.body, Evaluate) if intrinsics.SYNC_THREADS.matches(e)]
     assert len(syncs) == 1
 
 

@@ -13,6 +13,7 @@ from tilewright.ir import (
     IfThenElse,
     SeqStmt,
     assert_structural_equal,
+    intrinsics,
 )
 from tilewright.ir.tile import DeviceEntry, ScopeId, TileOp
 from tilewright.layout import ComposeLayout, S, SwizzleLayout, TileLayout, laneid
@@ -55,7 +56,7 @@ def test_page_program_parses_as_written():
     first, sync, second = node.seq
     assert isinstance(first, TileOp) and (first.op, first.scope) == ("copy", "warp")
     assert first.args[0].buffer is smem and first.args[1].buffer.name == "A"
-    assert isinstance(sync, Evaluate) and sync.value.op == "tw.cuda.cta_sync"
+    assert isinstance(sync, Evaluate) and intrinsics.CTA_SYNC.matches(sync)
     assert second.args[0].buffer.name == "B" and second.args[1].buffer is smem
 
 
@@ -131,9 +132,11 @@ def test_cuda_intrinsics():
         T.cuda.copy_8b(T.address_of(B[16]), T.address_of(A[16]))
 
     calls = [s.value for s in raw.body.seq]
-    assert [c.op for c in calls] == ["tw.cuda.copy_bytes"] * 2
+    assert len(calls) == 2 and all(intrinsics.COPY_BYTES.matches(c) for c in calls)
     assert [c.args[2].value for c in calls] == [16, 1]
-    assert all(isinstance(c.args[0], Call) and c.args[0].op == "tw.address_of" for c in calls)
+    assert all(
+        isinstance(c.args[0], Call) and intrinsics.ADDRESS_OF.matches(c.args[0]) for c in calls
+    )
     with pytest.raises(ValueError, match=r"T.cuda.copy_bytes moves 1, 2, 4, 8 or 16 bytes, got 3"):
         T.cuda.copy_bytes(calls[0].args[0], calls[0].args[1], 3)
 

@@ -18,6 +18,7 @@ from tilewright.ir import (
     StringImm,
     Var,
     assert_structural_equal,
+    intrinsics,
 )
 from tilewright.script import from_source
 from tilewright.transform import ThreadBindingError, split_host_device
@@ -31,7 +32,7 @@ def _parse(text: str) -> PrimFunc:
 
 def _launch_args(stmt: object) -> tuple:
     assert isinstance(stmt, Evaluate) and isinstance(stmt.value, Call)
-    assert stmt.value.op == "tw.launch_kernel"
+    assert intrinsics.LAUNCH_KERNEL.matches(stmt)
     return stmt.value.args
 
 

@@ -16,7 +16,7 @@ from tilewright.arith.linear_form import (
     same,
     to_form,
 )
-from tilewright.ir import op
+from tilewright.ir import intrinsics, op
 from tilewright.ir.expr import (
     EQ,
     GE,
@@ -110,7 +110,7 @@ class Rewriter(DivModRules):
         return self.analyzer._values.get(v, v)
 
     def _Call(self, call: Call) -> PrimExpr:
-        if call.op != "if_then_else" or len(call.args) != 3:
+        if not intrinsics.IF_THEN_ELSE.matches(call) or len(call.args) != 3:
             return self._generic(call)
         cond = self(call.args[0])
         if isinstance(cond, IntImm):

@@ -185,9 +185,11 @@ class CLikePrinter:
         intrinsics.LIKELY: lambda p, e: p.expr(e.args[0]),
         intrinsics.BITWISE_NOT: lambda p, e: Expr(
             f"~{p.operand(e.args[0], PREC_UNARY)}", PREC_UNARY),
-        **{intrinsics.lookup(name): _infix(sym, prec) for name, (sym, prec) in (
-            ("bitwise_and", ("&", 8)), ("bitwise_or", ("|", 6)), ("bitwise_xor", ("^", 7)),
-            ("shift_left", ("<<", 11)), ("shift_right", (">>", 11)))},
+        intrinsics.BITWISE_AND: _infix("&", 8),
+        intrinsics.BITWISE_OR: _infix("|", 6),
+        intrinsics.BITWISE_XOR: _infix("^", 7),
+        intrinsics.SHIFT_LEFT: _infix("<<", 11),
+        intrinsics.SHIFT_RIGHT: _infix(">>", 11),
     }  # fmt: skip
     # Intrinsics evaluated as statements for their effect (barriers, copies): the intrinsic →
     # a function of the printer and the call that emits the statement's lines.

@@ -2,7 +2,7 @@
 
 A device function (attribute ``tir.is_kernel``) keeps its thread-bound loops as
 ``For(kind=THREAD_BINDING)``; the printer emits no loop for them, only a variable bound to
-the thread index. ``Evaluate(Call("tw.sync_threads"))`` is the block-wide barrier. Shared
+the thread index. ``intrinsics.SYNC_THREADS`` is the block-wide barrier. Shared
 allocations are declared once at the top of the kernel (OpenCL and Metal require it).
 A store whose index is ``Ramp(base, 1, lanes)`` with a vector type for the buffer's dtype
 becomes one vector load/store; other vector statements fall back to a loop over lanes.

@@ -119,6 +119,9 @@ IF_THEN_ELSE = Intrinsic(
     "if_then_else", 3, ResultType.SECOND_ARG, doc="the chosen branch only is evaluated"
 )
 LIKELY = Intrinsic("likely", 1, ResultType.FIRST_ARG, doc="a branch hint; the value itself")
+BITWISE_AND, BITWISE_OR, BITWISE_XOR, SHIFT_LEFT, SHIFT_RIGHT = (
+    Intrinsic(name, 2, ResultType.FIRST_ARG, doc="integer bit operation") for name in BITWISE
+)
 BITWISE_NOT = Intrinsic("bitwise_not", 1, ResultType.FIRST_ARG)
 SYNC_THREADS = Intrinsic(
     "tw.sync_threads",
@@ -154,7 +157,11 @@ LAUNCH_KERNEL = Intrinsic(
 INTRINSICS: tuple[Intrinsic, ...] = (
     *(_math(name, 1) for name in UNARY_MATH),
     *(_math(name, 2) for name in BINARY_MATH),
-    *(Intrinsic(name, 2, ResultType.FIRST_ARG) for name in BITWISE),
+    BITWISE_AND,
+    BITWISE_OR,
+    BITWISE_XOR,
+    SHIFT_LEFT,
+    SHIFT_RIGHT,
     *(Intrinsic(name, 1, ResultType.BOOL, doc="float predicate") for name in FLOAT_PREDICATES),
     BITWISE_NOT,
     IF_THEN_ELSE,
@@ -195,6 +202,11 @@ def lookup(name: str) -> Intrinsic:
 def is_call(node: object, *intrinsics: Intrinsic) -> bool:
     """Whether ``node`` is a ``Call`` (or ``Evaluate`` of one) of one of ``intrinsics``."""
     return any(i.matches(node) for i in intrinsics)
+
+
+def is_tile_layer(node: object) -> bool:
+    """Whether ``node`` calls one of the tile layer's intrinsics (its script spells them)."""
+    return isinstance(node, Call) and lookup_or_none(node.op) in (ADDRESS_OF, COPY_BYTES, CTA_SYNC)
 
 
 def address_of(buffer: Buffer, index: PrimExpr | int) -> Call:

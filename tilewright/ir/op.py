@@ -302,40 +302,7 @@ def select(condition: Operand, true_value: Operand, false_value: Operand) -> Pri
 def if_then_else(condition: Operand, true_value: Operand, false_value: Operand) -> PrimExpr:
     """Like ``select`` but only the chosen side is evaluated (safe for guarded loads)."""
     t, f = _binary_operands(true_value, false_value)
-    return Call(t.dtype, "if_then_else", (_as_bool(condition), t, f))
-
-
-# Math intrinsics taking and returning one floating-point value.
-UNARY_MATH = (
-    "exp",
-    "exp2",
-    "exp10",
-    "log",
-    "log2",
-    "log10",
-    "log1p",
-    "sqrt",
-    "rsqrt",
-    "sin",
-    "cos",
-    "tan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "asin",
-    "acos",
-    "atan",
-    "sigmoid",
-    "erf",
-    "floor",
-    "ceil",
-    "round",
-    "trunc",
-    "nearbyint",
-    "abs",
-    "fabs",
-)
-BINARY_MATH = ("pow", "atan2", "fmod", "hypot", "copysign")
+    return _intrinsics.IF_THEN_ELSE.call(_as_bool(condition), t, f)
 
 
 def call(op: str, *args: Operand, dtype_: str | DataType | None = None) -> PrimExpr:
@@ -356,3 +323,7 @@ def math_call(op: str, *args: Operand) -> PrimExpr:
     if len(values) == 2:
         values = list(_unify(values[0], values[1]))
     return Call(values[0].dtype, op, tuple(values))
+
+
+# The intrinsic table builds on the nodes above; imported last so that both can refer to it.
+from tilewright.ir import intrinsics as _intrinsics  # noqa: E402

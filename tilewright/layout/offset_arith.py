@@ -7,7 +7,7 @@ these helpers build IR with ``tilewright.ir`` operators but never emit ``* 1``, 
 
 from __future__ import annotations
 
-from tilewright.ir import IntImm, PrimExpr, op
+from tilewright.ir import IntImm, PrimExpr, intrinsics, op
 
 Offset = int | PrimExpr
 
@@ -80,7 +80,7 @@ def bitwise_xor(a: Offset, b: Offset) -> Offset:
         return a
     if isinstance(a, int) and a == 0:
         return b
-    return op.call("bitwise_xor", *_unified(a, b))
+    return intrinsics.BITWISE_XOR.call(*_unified(a, b))
 
 
 def _unified(a: Offset, b: Offset) -> tuple[PrimExpr, PrimExpr]:

@@ -42,12 +42,13 @@ from tilewright.ir import (
     Sub,
     Var,
     collect_vars,
+    intrinsics,
     op,
     substitute,
 )
 
 # Elementwise intrinsics that take vector operands lane by lane.
-_LANEWISE_CALLS = frozenset(op.UNARY_MATH + op.BINARY_MATH)
+_LANEWISE_CALLS = frozenset(intrinsics.UNARY_MATH + intrinsics.BINARY_MATH)
 
 
 def lower_vectorized(func: PrimFunc) -> PrimFunc:

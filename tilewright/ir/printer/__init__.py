@@ -11,7 +11,6 @@ from tilewright.ir.expr import PrimExpr
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.module import IRModule
 from tilewright.ir.node import Node
-from tilewright.ir.stmt import MatchBufferRegion, Stmt
 from tilewright.ir.printer.expr import ExprPrinter
 from tilewright.ir.printer.function import (
     HEADER_IR,
@@ -21,6 +20,7 @@ from tilewright.ir.printer.function import (
 )
 from tilewright.ir.printer.stmt import StmtPrinter
 from tilewright.ir.printer.tirx import HEADER_TIRX, uses_tirx
+from tilewright.ir.stmt import MatchBufferRegion, Stmt
 
 __all__ = ["script"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 
-from tilewright.ir import op
+from tilewright.ir import intrinsics, op
 from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.dtype import int32
 from tilewright.ir.expr import (
@@ -44,8 +44,8 @@ from tilewright.ir.expr import (
     Var,
 )
 from tilewright.ir.node import Node
-from tilewright.ir.stmt import IterVar
 from tilewright.ir.printer.names import Namer, free_names
+from tilewright.ir.stmt import IterVar
 
 # Python's binding strengths, weakest first; a higher number binds tighter.
 OR, AND, NOT, CMP, ADD, MUL, UNARY, ATOM = 1, 2, 3, 4, 6, 7, 8, 10
@@ -218,7 +218,7 @@ class ExprPrinter:
 
     def expr_Call(self, e: Call) -> tuple[str, int]:
         args = e.args
-        if e.op.startswith("tw."):
+        if intrinsics.is_tile_layer(e):
             from tilewright.ir.printer.tirx import tirx_call
 
             text = tirx_call(self, e)  # type: ignore[arg-type]  # tirx_call only uses ExprPrinter
@@ -303,12 +303,12 @@ def _is_mapping(value: tuple) -> bool:
 def _reparses_as_intrinsic(e: Call) -> bool:
     """True when ``T.<op>(args)`` parses back to this very call (same op, dtype and args)."""
     args = e.args
-    if e.op in op.UNARY_MATH and len(args) == 1:
+    if e.op in intrinsics.UNARY_MATH and len(args) == 1:
         arg = args[0].dtype
         return e.dtype == arg and (arg.is_float or e.op == "abs")
-    if e.op in op.BINARY_MATH and len(args) == 2:
+    if e.op in intrinsics.BINARY_MATH and len(args) == 2:
         return e.dtype == args[0].dtype == args[1].dtype and e.dtype.is_float
-    if e.op == "if_then_else" and len(args) == 3:
+    if intrinsics.IF_THEN_ELSE.matches(e) and len(args) == 3:
         same = e.dtype == args[1].dtype == args[2].dtype
         return same and args[0].dtype.element.is_bool
     return False

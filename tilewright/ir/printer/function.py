@@ -11,10 +11,10 @@ from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import collect_vars, pre_order_visit
 from tilewright.ir.module import IRModule
 from tilewright.ir.node import Node
-from tilewright.ir.stmt import Block, BlockRealize, LetStmt, SeqStmt, Stmt
 from tilewright.ir.printer.expr import is_const, is_true
 from tilewright.ir.printer.names import sanitize
 from tilewright.ir.printer.stmt import StmtPrinter
+from tilewright.ir.stmt import Block, BlockRealize, LetStmt, SeqStmt, Stmt
 
 HEADER_IR = "# from tilewright.script import ir as I"
 HEADER_TIR = "# from tilewright.script import tir as T"

@@ -10,6 +10,8 @@ from tilewright.ir.dtype import float32, int32
 from tilewright.ir.expr import PrimExpr, Var
 from tilewright.ir.functor import collect_vars
 from tilewright.ir.node import Node
+from tilewright.ir.printer.expr import ExprPrinter, end_of, is_const, is_true, string
+from tilewright.ir.printer.names import Namer
 from tilewright.ir.stmt import (
     Allocate,
     AttrStmt,
@@ -26,8 +28,6 @@ from tilewright.ir.stmt import (
     SeqStmt,
     Stmt,
 )
-from tilewright.ir.printer.expr import ExprPrinter, end_of, is_const, is_true, string
-from tilewright.ir.printer.names import Namer
 
 _AXIS_LETTER = {IterKind.SPATIAL: "S", IterKind.REDUCE: "R"}
 
