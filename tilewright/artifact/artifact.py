@@ -65,6 +65,7 @@ class Artifact:
         arch: the architecture the binary was compiled for (``"sm_90"``).
         suffix: the source's file suffix (``"c"``, ``"cu"``, ``"cl"``, ``"metal"``).
         device: the kind of device the kernels run on (``"cpu"``, ``"cuda"``, ...).
+        local_file: a file holding ``binary`` in this process, when the compiler left one.
     """
 
     format: str
@@ -78,6 +79,9 @@ class Artifact:
     arch: str = ""
     suffix: str = "txt"
     device: str = "cpu"
+    # Where this process already has the binary as a file (the compiler's cache); never
+    # serialised, so a loaded artifact writes its own copy.
+    local_file: Path | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def replace(self, **changes: Any) -> Artifact:
         """A copy with ``changes``. Example: ``art.replace(format="cubin", binary=cubin)``."""

@@ -16,7 +16,7 @@ def compile_c_library(artifact: Artifact, target: Target) -> Artifact:
     """A shared library, with the system C compiler (cached by content)."""
     name = artifact.functions[0].name if len(artifact.functions) == 1 else "module"
     library = compile_c(artifact.source, name)
-    return artifact.replace(format="c-library", binary=library.read_bytes())
+    return artifact.replace(format="c-library", binary=library.read_bytes(), local_file=library)
 
 
 def compile_cubin(artifact: Artifact, target: Target) -> Artifact:

@@ -230,7 +230,10 @@ class CModule(Module):
 
 
 def _materialize(artifact: Artifact) -> Path:
-    """The shared library of ``artifact`` as a file (content-addressed in the cache)."""
+    """The shared library of ``artifact`` as a file: the compiler's own when this process
+    built it, else a copy named by the content's hash in the cache."""
+    if artifact.local_file is not None and artifact.local_file.exists():
+        return artifact.local_file
     path = Path(config.get().cache_dir) / "artifacts" / f"{artifact.digest}.so"
     if not path.exists():
         atomic_write(path, artifact.binary, mode=0o755)
