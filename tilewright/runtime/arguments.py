@@ -7,8 +7,8 @@ writability, and for scalars type and range. Errors name the function and the ar
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -18,6 +18,13 @@ from tilewright.runtime.device import Device, device
 from tilewright.runtime.ndarray import NDArray, dtype_name, numpy_dtype
 
 _FLOAT_MAX = {16: 65504.0, 32: float(np.finfo(np.float32).max), 64: float("inf")}
+
+
+class _CUDAArray(Protocol):
+    """An array that exports the CUDA array interface (torch, cupy, numba, NDArray)."""
+
+    @property
+    def __cuda_array_interface__(self) -> Mapping[str, Any]: ...
 
 
 class _ArrayView:
@@ -56,9 +63,9 @@ def check_arguments(sig: FuncSignature, args: Sequence[object], dev: Device) -> 
     values: list[object] = [None] * len(args)
     for i, (p, arg) in enumerate(zip(sig.params, args)):
         if not p.is_buffer:
-            values[i] = _scalar(fn, p, arg)
-            if isinstance(values[i], int) and not isinstance(values[i], bool):
-                env[p.name] = values[i]  # type: ignore[assignment]
+            values[i] = value = _scalar(fn, p, arg)
+            if isinstance(value, int) and not isinstance(value, bool):
+                env[p.name] = value
                 origin[p.name] = f"argument {p.name}"
     views: list[tuple[ParamSpec, _ArrayView]] = []
     for i, (p, arg) in enumerate(zip(sig.params, args)):
@@ -160,9 +167,9 @@ def _torch_view(fn: str, p: ParamSpec, arg: object, where: Device) -> _ArrayView
     return _ArrayView(None, where, tuple(tensor.shape), dtype, arg)
 
 
-def _cuda_view(fn: str, p: ParamSpec, arg: object, where: Device) -> _ArrayView:
+def _cuda_view(fn: str, p: ParamSpec, arg: _CUDAArray, where: Device) -> _ArrayView:
     """A CUDA tensor (torch, cupy, ...) described by its ``__cuda_array_interface__``."""
-    info = arg.__cuda_array_interface__  # type: ignore[attr-defined]
+    info = arg.__cuda_array_interface__
     shape = tuple(int(s) for s in info["shape"])
     try:
         dtype = dtype_name(np.dtype(info["typestr"]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -37,6 +38,27 @@ _CTYPES = {
     "handle": ctypes.c_void_p,
 }
 _STATUS = {-1: "could not allocate memory for a local buffer"}
+
+
+class Runner:
+    """A kernel call with its arguments bound: ``run()`` launches it.
+
+    ``arguments`` holds the checked argument values, so the arrays (and any DLPack exporters)
+    stay alive while the runner exists; ``stream`` is the CUDA stream it launches on (0: the
+    default stream, or a device without streams).
+    """
+
+    __slots__ = ("_run", "arguments", "stream")
+
+    def __init__(
+        self, run: Callable[[], None], arguments: Sequence[object], stream: int = 0
+    ) -> None:
+        self._run = run
+        self.arguments = arguments
+        self.stream = stream
+
+    def __call__(self) -> None:
+        self._run()
 
 
 class PackedFunc:
@@ -252,8 +274,8 @@ def _c_launcher(
                 cargs.append(value.ctypes.data)
             elif i < len(scalar_types) and scalar_types[i] is not None:
                 cargs.append(value)
-            else:
-                cargs.append(int(value))  # type: ignore[call-overload]
+            else:  # a symbolic size check_arguments appended
+                cargs.append(int(cast(int, value)))
 
         def run() -> None:
             status = cfunc(*cargs)
@@ -261,8 +283,6 @@ def _c_launcher(
                 reason = _STATUS.get(status, f"status {status}")
                 raise RuntimeError(f"kernel {sig.name} failed: {reason}")
 
-        # `values` keeps the arrays (and any DLPack exporters) alive while `run` exists.
-        run.arguments = values  # type: ignore[attr-defined]
-        return run
+        return Runner(run, values)
 
     return launcher

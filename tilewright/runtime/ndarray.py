@@ -114,7 +114,7 @@ class NDArray:
         """
         if self._host is None and hasattr(self._buffer, "copy_to_host"):
             out = np.empty(self._shape, dtype=numpy_dtype(self._dtype))
-            self._buffer.copy_to_host(out)  # type: ignore[attr-defined]
+            self._buffer.copy_to_host(out)
             return out
         return self.host_array().copy()
 
@@ -133,7 +133,7 @@ class NDArray:
             raise ValueError(f"copyfrom: shape {tuple(values.shape)} differs from {self._shape}")
         if self._host is None and hasattr(self._buffer, "copy_from_host"):
             converted = np.ascontiguousarray(values, dtype=numpy_dtype(self._dtype))
-            self._buffer.copy_from_host(converted)  # type: ignore[attr-defined]
+            self._buffer.copy_from_host(converted)
             return self
         self.host_array()[...] = values.astype(self.host_array().dtype, copy=False)
         return self
@@ -147,13 +147,14 @@ class NDArray:
     @property
     def __cuda_array_interface__(self) -> dict[str, object]:
         """The CUDA array interface of an array on a CUDA device (torch and cupy read it)."""
-        info = self._device.kind_info
-        if info is None or not info.cuda_pointers or self._buffer is None:
+        info, buffer = self._device.kind_info, self._buffer
+        # A CUDA allocation has a device pointer; a CPU array has no buffer (None).
+        if info is None or not info.cuda_pointers or not hasattr(buffer, "ptr"):
             raise AttributeError("only arrays on a CUDA device have __cuda_array_interface__")
         return {
             "shape": self._shape,
             "typestr": numpy_dtype(self._dtype).str,
-            "data": (self._buffer.ptr, False),  # type: ignore[attr-defined]
+            "data": (buffer.ptr, False),
             "strides": None,
             "version": 3,
         }
@@ -199,7 +200,7 @@ def array(
     if not target.is_host:
         host = np.ascontiguousarray(values)
         buffer = target.allocator()(host.nbytes, target.device_id)
-        buffer.copy_from_host(host)  # type: ignore[attr-defined]
+        buffer.copy_from_host(host)
         return NDArray.from_device_buffer(buffer, host.shape, dtype_name(host.dtype), target)
     return NDArray(np.array(values, order="C", copy=True), target)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from tilewright.artifact import Artifact, Launch
 from tilewright.ir import DataType
 from tilewright.runtime.device import Device
 from tilewright.runtime.gpu_module import DeviceModule
+from tilewright.runtime.module import Runner
 from tilewright.runtime.ndarray import NDArray
 
 # Each numpy scalar type converts the argument value itself (or refuses it).
@@ -31,6 +32,18 @@ _SCALARS: dict[str, Callable[[Any], np.generic]] = {
     "float32": np.float32,
     "float64": np.float64,
 }
+
+
+class _Queue(Protocol):
+    """A pyopencl ``CommandQueue``, as far as used here (pyopencl ships no stubs)."""
+
+    def finish(self) -> None: ...
+
+
+class _Kernel(Protocol):
+    """A pyopencl ``Kernel``, as far as used here."""
+
+    def set_args(self, *args: object) -> None: ...
 
 
 class OpenCLError(RuntimeError):
@@ -71,7 +84,7 @@ def available() -> bool:
 
 
 @functools.cache
-def context(index: int = 0) -> tuple[object, object]:
+def context(index: int = 0) -> tuple[object, _Queue]:
     """The (context, profiling command queue) of device ``index`` of the first platform."""
     cl, platform, devices = _runtime()
     if index >= len(devices):
@@ -146,9 +159,9 @@ class CLProgram:
                 f"OpenCL build of kernel {', '.join(kernels)} failed:\n{err}\n--- source ---\n"
                 + "\n".join(f"{i:4d}  {line}" for i, line in enumerate(source.splitlines(), 1))
             ) from None
-        self._kernels: dict[str, object] = {}
+        self._kernels: dict[str, _Kernel] = {}
 
-    def kernel(self, name: str) -> object:
+    def kernel(self, name: str) -> _Kernel:
         if name not in self._kernels:
             self._kernels[name] = getattr(self.program, name)
         return self._kernels[name]
@@ -170,7 +183,7 @@ class CLProgram:
             for a, dt in zip(args, dtypes)
         ]
         kernel = self.kernel(name)
-        kernel.set_args(*values)  # type: ignore[attr-defined]
+        kernel.set_args(*values)
         size = tuple(g * b for g, b in zip(grid, block))
         try:
             return cl.enqueue_nd_range_kernel(self.queue, kernel, size, tuple(block))
@@ -187,17 +200,17 @@ def _scalar(value: object, dtype: str) -> object:
 
 def synchronize(index: int = 0) -> None:
     """Wait for the work queued on OpenCL device ``index``."""
-    context(index)[1].finish()  # type: ignore[attr-defined]
+    context(index)[1].finish()
 
 
-def measure(run: object, count: int, index: int = 0) -> float:
+def measure(run: Callable[[], None], count: int, index: int = 0) -> float:
     """Seconds for ``count`` calls of ``run`` (wall clock between two queue drains)."""
     queue = context(index)[1]
-    queue.finish()  # type: ignore[attr-defined]
+    queue.finish()
     start = time.perf_counter()
     for _ in range(count):
-        run()  # type: ignore[operator]
-    queue.finish()  # type: ignore[attr-defined]
+        run()
+    queue.finish()
     return time.perf_counter() - start
 
 
@@ -245,8 +258,7 @@ class OpenCLModule(DeviceModule):
                     list(self.kernels[item.kernel].params),
                 )
 
-        run.arguments = values  # type: ignore[attr-defined]  # keeps the buffers alive
-        return run
+        return Runner(run, values)
 
     def measure(self, run: Callable[[], None], count: int) -> float:
         return measure(run, count, self.device.device_id)

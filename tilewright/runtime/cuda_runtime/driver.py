@@ -9,9 +9,37 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 _NO_DEVICE = "no CUDA device"
+
+
+class _Result(Protocol):
+    CUDA_SUCCESS: object
+
+
+class _DeviceAttribute(Protocol):
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: object
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: object
+
+
+class _FunctionAttribute(Protocol):
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: object
+
+
+class _Driver(Protocol):
+    """What this module names of cuda-bindings' ``driver`` (the package ships no stubs);
+    every other driver function is reached through ``call`` by name."""
+
+    CUresult: _Result
+    CUdevice_attribute: _DeviceAttribute
+    CUfunction_attribute: _FunctionAttribute
+
+    def CUstream(self, handle: int) -> object: ...
+    def cuInit(self, flags: int) -> tuple[object]: ...
+    def cuGetErrorName(self, result: object) -> tuple[object, bytes]: ...
+    def cuGetErrorString(self, result: object) -> tuple[object, bytes]: ...
 
 
 class CUDAError(RuntimeError):
@@ -19,12 +47,12 @@ class CUDAError(RuntimeError):
 
 
 @functools.cache
-def _driver() -> object:
+def _driver() -> _Driver:
     try:
         try:
             from cuda.bindings import driver
         except ImportError:  # cuda-python before 12.6 named the module cuda.cuda
-            from cuda import cuda as driver  # type: ignore[no-redef]
+            from cuda import cuda as driver
     except ImportError as err:
         raise CUDAError(
             f"{_NO_DEVICE}: the cuda-bindings package is not installed "
@@ -39,10 +67,10 @@ def _driver() -> object:
     return driver
 
 
-def _error_name(driver: object, result: object) -> str:
+def _error_name(driver: _Driver, result: object) -> str:
     try:
-        _, name = driver.cuGetErrorName(result)  # type: ignore[attr-defined]
-        _, text = driver.cuGetErrorString(result)  # type: ignore[attr-defined]
+        _, name = driver.cuGetErrorName(result)
+        _, text = driver.cuGetErrorString(result)
         return f"{name.decode()} ({text.decode()})"
     except Exception:  # an unknown code: print it as it is
         return str(result)
@@ -58,7 +86,7 @@ def call(name: str, *args: object, kernel: str = "") -> tuple:
     driver = _driver()
     out = getattr(driver, name)(*args)
     result, rest = out[0], tuple(out[1:])
-    if result != driver.CUresult.CUDA_SUCCESS:  # type: ignore[attr-defined]
+    if result != driver.CUresult.CUDA_SUCCESS:
         where = f" for kernel {kernel}" if kernel else ""
         raise CUDAError(f"{name}{where} failed: {_error_name(driver, result)}")
     return rest
@@ -104,7 +132,7 @@ def device_arch(index: int = 0) -> str | None:
         return None
     driver = _driver()
     (dev,) = call("cuDeviceGet", index)
-    attr = driver.CUdevice_attribute  # type: ignore[attr-defined]
+    attr = driver.CUdevice_attribute
     (major,) = call("cuDeviceGetAttribute", attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
     (minor,) = call("cuDeviceGetAttribute", attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
     return f"sm_{major}{minor}"
@@ -134,7 +162,7 @@ class LoadedModule:
             )
             self._dynamic[name] = 0
         if dyn_shared_bytes > max(self._dynamic[name], 48 * 1024):
-            attr = _driver().CUfunction_attribute  # type: ignore[attr-defined]
+            attr = _driver().CUfunction_attribute
             call(
                 "cuFuncSetAttribute",
                 self._functions[name],
@@ -179,7 +207,7 @@ def launch(
         *grid,
         *block,
         dyn_shared_bytes,
-        driver.CUstream(stream),  # type: ignore[attr-defined]
+        driver.CUstream(stream),
         args.address,
         0,
         kernel=name,
@@ -193,14 +221,14 @@ class EventTimer:
         driver = _driver()
         (self.start,) = call("cuEventCreate", 0, kernel=label)  # 0: CU_EVENT_DEFAULT
         (self.end,) = call("cuEventCreate", 0, kernel=label)
-        self.stream = driver.CUstream(stream)  # type: ignore[attr-defined]
+        self.stream = driver.CUstream(stream)
         self.label = label
 
-    def measure(self, run: object, count: int) -> float:
+    def measure(self, run: Callable[[], None], count: int) -> float:
         """Seconds for ``count`` calls of ``run``, measured on the device."""
         call("cuEventRecord", self.start, self.stream, kernel=self.label)
         for _ in range(count):
-            run()  # type: ignore[operator]
+            run()
         call("cuEventRecord", self.end, self.stream, kernel=self.label)
         call("cuEventSynchronize", self.end, kernel=self.label)
         (ms,) = call("cuEventElapsedTime", self.start, self.end, kernel=self.label)

@@ -16,8 +16,10 @@ import numpy as np
 
 from tilewright.artifact import Artifact, Launch
 from tilewright.runtime.cuda_runtime import driver
+from tilewright.runtime.cuda_runtime.memory import DeviceAllocation
 from tilewright.runtime.device import Device
 from tilewright.runtime.gpu_module import DeviceModule
+from tilewright.runtime.module import Runner
 from tilewright.runtime.ndarray import NDArray
 
 _CTYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
@@ -97,13 +99,12 @@ class CUDAModule(DeviceModule):
                     stream, packed,
                 )  # fmt: skip
 
-        run.stream = stream  # type: ignore[attr-defined]
-        run.arguments = values  # type: ignore[attr-defined]  # keeps the arrays alive
-        return run
+        return Runner(run, values, stream)
 
     def measure(self, run: Callable[[], None], count: int) -> float:
         """Seconds for ``count`` calls of ``run``, from CUDA events on its stream."""
-        timer = driver.EventTimer(getattr(run, "stream", 0), ", ".join(self.kernels))
+        stream = run.stream if isinstance(run, Runner) else 0
+        timer = driver.EventTimer(stream, ", ".join(self.kernels))
         try:
             return timer.measure(run, count)
         finally:
@@ -114,9 +115,10 @@ def current_stream(values: Sequence[object]) -> int:
     """The current stream of the library that made the arguments (torch, cupy), else 0."""
     for value in values:
         package = type(value).__module__.split(".")[0]
-        if package == "torch" and "torch" in sys.modules:
+        # Every torch object among checked arguments is a tensor: it has a device.
+        if package == "torch" and "torch" in sys.modules and hasattr(value, "device"):
             torch = sys.modules["torch"]
-            return int(torch.cuda.current_stream(value.device).cuda_stream)  # type: ignore[attr-defined]
+            return int(torch.cuda.current_stream(value.device).cuda_stream)
         if package == "cupy" and "cupy" in sys.modules:
             return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
     return 0
@@ -137,11 +139,14 @@ def _ctype(value: object, dtype: str | None, kernel: str) -> ctypes._SimpleCData
 
 def _pointer(value: object, kernel: str) -> int:
     if isinstance(value, NDArray):
-        return int(value.buffer.ptr)  # type: ignore[attr-defined]
-    if type(value).__module__.startswith("torch"):
-        return int(value.data_ptr())  # type: ignore[attr-defined]
+        buffer = value.buffer
+        assert isinstance(buffer, DeviceAllocation)  # check_arguments: the array is on a GPU
+        return int(buffer.ptr)
+    # A torch tensor (the only torch objects among checked arguments).
+    if type(value).__module__.startswith("torch") and hasattr(value, "data_ptr"):
+        return int(value.data_ptr())
     if hasattr(value, "__cuda_array_interface__"):
-        return int(value.__cuda_array_interface__["data"][0])  # type: ignore[attr-defined]
+        return int(value.__cuda_array_interface__["data"][0])
     if isinstance(value, int):
         return value
     raise driver.CUDAError(f"kernel {kernel}: cannot pass {type(value).__name__} as a pointer")

@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from tilewright import config
 from tilewright.runtime.c_compiler import atomic_write
@@ -23,13 +24,38 @@ class CUDACompileError(RuntimeError):
     the kernels' names and the compiler's log."""
 
 
+class _ResultCodes(Protocol):
+    NVRTC_SUCCESS: object
+
+
+class _NVRTC(Protocol):
+    """The functions of cuda-bindings' ``nvrtc`` used here (the package ships no stubs).
+    Each returns its status code first, then its outputs."""
+
+    nvrtcResult: _ResultCodes
+
+    def nvrtcVersion(self) -> tuple[object, int, int]: ...
+    def nvrtcGetErrorString(self, result: object) -> tuple[object, bytes]: ...
+    def nvrtcCreateProgram(
+        self, src: bytes, name: bytes, num_headers: int, headers: list[bytes], names: list[bytes]
+    ) -> tuple[object, object]: ...
+    def nvrtcCompileProgram(
+        self, program: object, num_options: int, options: list[bytes]
+    ) -> tuple[object]: ...
+    def nvrtcGetProgramLogSize(self, program: object) -> tuple[object, int]: ...
+    def nvrtcGetProgramLog(self, program: object, log: bytes) -> tuple[object]: ...
+    def nvrtcGetCUBINSize(self, program: object) -> tuple[object, int]: ...
+    def nvrtcGetCUBIN(self, program: object, cubin: bytes) -> tuple[object]: ...
+    def nvrtcDestroyProgram(self, program: object) -> tuple[object]: ...
+
+
 @functools.cache
-def _nvrtc() -> object | None:
+def _nvrtc() -> _NVRTC | None:
     try:
         try:
             from cuda.bindings import nvrtc
         except ImportError:  # cuda-python before 12.6 named the module cuda.nvrtc
-            from cuda import nvrtc  # type: ignore[no-redef]
+            from cuda import nvrtc
 
         result = nvrtc.nvrtcVersion()[0]
     except Exception:  # a missing wheel or a missing libnvrtc both mean "use nvcc"
@@ -44,7 +70,7 @@ def nvrtc_version() -> str | None:
     nvrtc = _nvrtc()
     if nvrtc is None:
         return None
-    _, major, minor = nvrtc.nvrtcVersion()  # type: ignore[attr-defined]
+    _, major, minor = nvrtc.nvrtcVersion()
     return f"{major}.{minor}"
 
 
@@ -149,36 +175,37 @@ def compile_cuda(
 
 def _compile_nvrtc(source: str, flags: list[str], label: str, arch: str) -> bytes:
     nvrtc = _nvrtc()
-    ok = nvrtc.nvrtcResult.NVRTC_SUCCESS  # type: ignore[attr-defined]
+    assert nvrtc is not None  # compile_cuda chose NVRTC because it loads
+    ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
 
     def check(result: tuple, call: str) -> tuple:
         if result[0] != ok:
-            _, text = nvrtc.nvrtcGetErrorString(result[0])  # type: ignore[attr-defined]
+            _, text = nvrtc.nvrtcGetErrorString(result[0])
             raise CUDACompileError(f"CUDA kernel {label}: {call} failed: {text.decode()}")
         return result[1:]
 
     (program,) = check(
-        nvrtc.nvrtcCreateProgram(source.encode(), b"tilewright.cu", 0, [], []),  # type: ignore[attr-defined]
+        nvrtc.nvrtcCreateProgram(source.encode(), b"tilewright.cu", 0, [], []),
         "nvrtcCreateProgram",
     )
     try:
         encoded = [f.encode() for f in flags]
-        (status,) = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)  # type: ignore[attr-defined]
+        (status,) = nvrtc.nvrtcCompileProgram(program, len(encoded), encoded)
         if status != ok:
-            (size,) = check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")  # type: ignore[attr-defined]
+            (size,) = check(nvrtc.nvrtcGetProgramLogSize(program), "nvrtcGetProgramLogSize")
             log = b" " * size
-            check(nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")  # type: ignore[attr-defined]
+            check(nvrtc.nvrtcGetProgramLog(program, log), "nvrtcGetProgramLog")
             text = log.decode(errors="replace").rstrip("\0 \n")
             raise CUDACompileError(
                 f"NVRTC failed to compile CUDA kernel {label} for {arch}:\n{text}\n"
                 f"--- source ---\n{_numbered(source)}"
             )
-        (size,) = check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")  # type: ignore[attr-defined]
+        (size,) = check(nvrtc.nvrtcGetCUBINSize(program), "nvrtcGetCUBINSize")
         cubin = b" " * size
-        check(nvrtc.nvrtcGetCUBIN(program, cubin), "nvrtcGetCUBIN")  # type: ignore[attr-defined]
+        check(nvrtc.nvrtcGetCUBIN(program, cubin), "nvrtcGetCUBIN")
         return cubin
     finally:
-        nvrtc.nvrtcDestroyProgram(program)  # type: ignore[attr-defined]
+        nvrtc.nvrtcDestroyProgram(program)
 
 
 def cupy_nvrtc_version() -> str | None:
