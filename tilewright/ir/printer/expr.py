@@ -221,7 +221,7 @@ class ExprPrinter:
         if intrinsics.is_tile_layer(e):
             from tilewright.ir.printer.tirx import tirx_call
 
-            text = tirx_call(self, e)  # type: ignore[arg-type]  # tirx_call only uses ExprPrinter
+            text = tirx_call(self, e)
             if text is not None:
                 return text, ATOM
         if _reparses_as_intrinsic(e):

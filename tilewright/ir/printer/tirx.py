@@ -15,6 +15,7 @@ from tilewright.ir.stmt import Stmt
 from tilewright.ir.tile import DeviceEntry, ScopeId, TileOp, has_tirx
 
 if TYPE_CHECKING:
+    from tilewright.ir.printer.expr import ExprPrinter
     from tilewright.ir.printer.stmt import StmtPrinter
 
 HEADER_TIRX = (
@@ -53,7 +54,7 @@ def print_tile_stmt(printer: StmtPrinter, s: Stmt) -> bool:
     return False
 
 
-def tirx_call(printer: StmtPrinter, e: Call) -> str | None:
+def tirx_call(printer: ExprPrinter, e: Call) -> str | None:
     """``T.cuda.cta_sync()`` / ``T.address_of(A[i])`` for the calls that parse back so."""
     intrinsic = lookup_or_none(e.op)
     name = _PRETTY_CALLS.get(intrinsic) if intrinsic is not None else None
