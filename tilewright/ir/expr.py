@@ -17,7 +17,10 @@ class PrimExpr(Node):
     """Base of scalar and vector expressions; Python operators build IR (``x * 2 + 1``).
 
     ``==`` and ``!=`` keep Python's identity meaning so that nodes can key dicts; use
-    ``tilewright.ir.op.eq`` / ``ne`` (or ``T.EQ``) for the IR comparison.
+    ``tilewright.ir.op.eq`` / ``ne`` (or ``T.EQ``) for the IR comparison. ``&``, ``|`` and
+    ``~`` build ``And``, ``Or`` and ``Not``; Python's ``and``, ``or``, ``not``, ``if`` and
+    ``bool()`` need a truth value, which only constants have: on any other expression they
+    raise ``TypeError``.
     """
 
     __slots__ = ()
@@ -94,6 +97,11 @@ class PrimExpr(Node):
     def __invert__(self) -> PrimExpr:
         return _op.logical_not(self)
 
+    def __bool__(self) -> bool:
+        # Python's default (every object is true) would make `if x > 5:` take the branch
+        # whatever x is; IntImm and FloatImm override this with their value.
+        raise TypeError(_unknown_truth_value(self))
+
 
 @node
 class Var(PrimExpr):
@@ -116,6 +124,9 @@ class IntImm(PrimExpr):
     def __index__(self) -> int:
         return self.value
 
+    def __bool__(self) -> bool:
+        return self.value != 0
+
 
 @node
 class FloatImm(PrimExpr):
@@ -126,6 +137,9 @@ class FloatImm(PrimExpr):
 
     def __float__(self) -> float:
         return self.value
+
+    def __bool__(self) -> bool:
+        return self.value != 0
 
 
 @node
@@ -350,6 +364,19 @@ class Range(Node):
     @staticmethod
     def from_min_extent(min_value: PrimExpr | int, extent: PrimExpr | int) -> Range:
         return Range(_op.convert(min_value), _op.convert(extent))
+
+
+def _unknown_truth_value(expr: PrimExpr) -> str:
+    text = repr(expr)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return (
+        f"the truth value of the symbolic expression `{text}` is unknown (Python's if, and, or,"
+        " not need a constant): decide it for every value of its variables with"
+        " tilewright.arith.Analyzer().can_prove(...), choose at run time with"
+        " T.if_then_else(cond, a, b), combine conditions with &, | and ~, and test an optional"
+        " expression with `is None`"
+    )
 
 
 # op builds nodes of this module; imported last so that both modules can refer to each other.
