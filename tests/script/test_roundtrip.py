@@ -5,9 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-pytest.importorskip("tilewright.script.parser")
-
 from printer_programs import (
     EXPECTED_5,
     TRUE,

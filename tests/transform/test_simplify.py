@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import logging
-import sys
-
 import pytest
 
 from tilewright.ir import IfThenElse, PrimFunc, assert_structural_equal, op
@@ -16,7 +13,6 @@ def _func(args, body):
 
 
 def test_offsets_are_folded():
-    pytest.importorskip("tilewright.arith")
     args = [arg("A", (16,)), arg("C", (16,))]
     (_, a), (_, c) = args
     i = var("i")
@@ -26,7 +22,6 @@ def test_offsets_are_folded():
 
 
 def test_nested_linear_index_is_flattened():
-    pytest.importorskip("tilewright.arith")
     args = [arg("A", (64,))]
     (_, a) = args[0]
     i, j = var("i"), var("j")
@@ -37,20 +32,11 @@ def test_nested_linear_index_is_flattened():
 
 
 def test_condition_implied_by_loop_bounds_is_removed():
-    pytest.importorskip("tilewright.arith")
     args = [arg("A", (4,))]
     (_, a) = args[0]
     i = var("i")
     func = _func(args, loop(i, 4, IfThenElse(i < 4, store(a, 1.0, i))))
     assert_structural_equal(simplify(func), _func(args, loop(i, 4, store(a, 1.0, i))))
-
-
-def test_missing_arith_skips_with_a_log_message(monkeypatch, caplog):
-    monkeypatch.setitem(sys.modules, "tilewright.arith", None)
-    func = ALL["vector_add"]().func
-    with caplog.at_level(logging.WARNING, logger="tilewright.transform.simplify"):
-        assert simplify(func) is func
-    assert "simplify skipped: tilewright.arith is not available" in caplog.text
 
 
 @pytest.mark.parametrize("name", sorted(ALL))
