@@ -59,8 +59,9 @@ class DeviceSourceModule(DeviceModule):
 
     def prepare(self) -> None:
         raise RuntimeError(
-            f"{self.format} kernels cannot run here (tilewright has no runtime for them on "
-            "this system); rt_mod.imported_modules[0].get_source() holds the generated source"
+            f"{self.format} kernels cannot run here: this module holds their source only (no "
+            "compiler or runtime for them was found when it was built; for CUDA, pip install "
+            "'tilewright[cuda]'); rt_mod.imported_modules[0].get_source() is the source"
         )
 
     def runner(self, launches: Sequence[Launch], values: Sequence[object]) -> Callable[[], None]:

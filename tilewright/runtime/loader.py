@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from tilewright.artifact import Artifact, ArtifactError
+from tilewright.artifact import SOURCE_FORMATS, Artifact, ArtifactError
 from tilewright.runtime.gpu_module import DeviceSourceModule, load_gpu_module
 from tilewright.runtime.module import CModule, Module
 
@@ -32,7 +32,11 @@ def load_c_library(artifact: Artifact) -> Module:
 
 
 def load_cubin(artifact: Artifact) -> Module:
-    """CUDA kernels (a cubin) under their host launch plans; the GPU is needed only to run."""
+    """CUDA kernels (a cubin) under their host launch plans; the GPU is needed only to run.
+    A CUDA artifact built where no CUDA compiler was found holds source only: readable, not
+    callable."""
+    if artifact.format in SOURCE_FORMATS:
+        return load_device_source(artifact)
     from tilewright.runtime.cuda_runtime.module import CUDAModule
 
     return load_gpu_module(artifact, CUDAModule)

@@ -47,6 +47,7 @@ class _NVRTC(Protocol):
     def nvrtcGetCUBINSize(self, program: object) -> tuple[object, int]: ...
     def nvrtcGetCUBIN(self, program: object, cubin: bytes) -> tuple[object]: ...
     def nvrtcDestroyProgram(self, program: object) -> tuple[object]: ...
+    def nvrtcGetSupportedArchs(self) -> tuple[object, list[int]]: ...
 
 
 @functools.cache
@@ -86,6 +87,37 @@ def nvcc_version() -> str | None:
         return None
     lines = [line for line in out.stdout.splitlines() if "release" in line]
     return lines[-1].strip() if lines else out.stdout.strip()
+
+
+def compiler_available() -> bool:
+    """Whether NVRTC or nvcc can compile CUDA here. Example: ``compiler_available()``."""
+    return nvrtc_version() is not None or nvcc_version() is not None
+
+
+@functools.cache
+def supported_archs() -> tuple[str, ...]:
+    """The architectures (``"sm_75"``, ...) the available compiler builds for, oldest first;
+    empty when it cannot say (or there is no compiler).
+
+    Example::
+
+        >>> supported_archs()[:2]
+        ('sm_75', 'sm_80')
+    """
+    nvrtc = _nvrtc()
+    if nvrtc is not None and hasattr(nvrtc, "nvrtcGetSupportedArchs"):
+        status, archs = nvrtc.nvrtcGetSupportedArchs()
+        if status == nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            return tuple(f"sm_{a}" for a in sorted(archs))
+    path = shutil.which("nvcc")
+    if path is None:
+        return ()
+    try:
+        out = subprocess.run([path, "--list-gpu-code"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    codes = {int(w[3:]) for w in out.stdout.split() if w.startswith("sm_") and w[3:].isdigit()}
+    return tuple(f"sm_{c}" for c in sorted(codes))
 
 
 @functools.cache
