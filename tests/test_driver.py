@@ -84,3 +84,12 @@ def test_build_lowered_and_build_agree():
         c = np.zeros(1024, "float32")
         rt_mod["main"](a, b, c)
         np.testing.assert_array_equal(c, a + b)
+
+
+def test_a_stage_log_takes_a_string_dump_dir(tmp_path):
+    from tilewright.transform import StageLog
+
+    log = StageLog(dump_dir=str(tmp_path / "ir"))  # type: ignore[arg-type]  # as users write it
+    tw.build(MyModuleVecAdd, "c")  # the build's own log reads config; this one is separate
+    log.dump("f", 0, "input", "text")
+    assert (tmp_path / "ir" / "f.00_input.txt").read_text() == "text\n"

@@ -5,7 +5,9 @@ Runs on the GPU when one is present and the CUDA back end is available, on the C
 """
 
 import argparse
+import os
 import time
+from collections.abc import Callable
 from typing import no_type_check
 
 import numpy as np
@@ -113,17 +115,34 @@ def _heading(text: str) -> None:
     print(f"\n== {text} ==")
 
 
-def _peer_cpu(a_np: np.ndarray, b_np: np.ndarray) -> tuple[str, float]:
-    times = []
+# Rounds of ours and the peer's timing, interleaved so that both see the same machine load.
+ROUNDS = 7
+
+
+def _blas_threads() -> str:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "its BLAS's default threads (install threadpoolctl to see how many)"
+    counts = [f"{p['internal_api']} {p['num_threads']} threads" for p in threadpool_info()]
+    return ", ".join(counts) or "1 thread"
+
+
+def _peer_cpu(a_np: np.ndarray, b_np: np.ndarray) -> tuple[str, Callable[[], float], str]:
     np.matmul(a_np, b_np)
-    for _ in range(5):
-        start = time.perf_counter()
-        np.matmul(a_np, b_np)
-        times.append(time.perf_counter() - start)
-    return "numpy", float(np.median(times))
+
+    def one_round() -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            np.matmul(a_np, b_np)
+            times.append(time.perf_counter() - start)
+        return float(np.median(times))
+
+    return "numpy", one_round, _blas_threads()
 
 
-def _peer_gpu(a_np: np.ndarray, b_np: np.ndarray) -> tuple[str, float] | None:
+def _peer_gpu(a_np: np.ndarray, b_np: np.ndarray) -> tuple[str, Callable[[], float], str] | None:
     try:
         import torch
     except ImportError:
@@ -132,15 +151,27 @@ def _peer_gpu(a_np: np.ndarray, b_np: np.ndarray) -> tuple[str, float] | None:
     a, b = torch.from_numpy(a_np).cuda(), torch.from_numpy(b_np).cuda()
     c = torch.empty_like(a)
     torch.matmul(a, b, out=c)
-    times = []
-    for _ in range(30):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.matmul(a, b, out=c)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return "cuBLAS (torch, fp32)", float(np.median(times))
+
+    def one_round() -> float:
+        times = []
+        for _ in range(5):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.matmul(a, b, out=c)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        return float(np.median(times))
+
+    return "cuBLAS (torch, fp32)", one_round, "the whole GPU"
+
+
+def _row(name: str, flops: float, times: list[float], threads: str) -> str:
+    best, worst, mid = min(times), max(times), float(np.median(times))
+    return (
+        f"{name:<22}{flops / mid / 1e9:10.1f} GFLOP/s  (median {mid * 1e3:.3f} ms, "
+        f"{best * 1e3:.3f}-{worst * 1e3:.3f} over {len(times)} rounds; {threads})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,14 +218,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"max relative error {error:.2e}: {'OK' if ok else 'MISMATCH'}")
 
     flops = 2.0 * n**3
-    ours = rt_mod.time_evaluator("main", dev, number=3, repeat=5)(a, b, c).median
+    timer = rt_mod.time_evaluator("main", dev, number=3, repeat=1)
     peer = _peer_gpu(a_np, b_np) if on_gpu else _peer_cpu(a_np, b_np)
-    _heading(f"timing on {where}")
-    print(f"{'tilewright':<22}{flops / ours / 1e9:10.1f} GFLOP/s  ({ours * 1e3:.3f} ms)")
+    ours_times: list[float] = []
+    peer_times: list[float] = []
+    for _ in range(ROUNDS):
+        ours_times.append(timer(a, b, c).mean)
+        if peer is not None:
+            peer_times.append(peer[1]())
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    ours_threads = "the whole GPU" if on_gpu else f"OpenMP over {cores} cores"
+    _heading(f"timing on {where} ({ROUNDS} interleaved rounds)")
+    print(_row("tilewright", flops, ours_times, ours_threads))
     if peer is not None:
-        name, seconds = peer
-        print(f"{name:<22}{flops / seconds / 1e9:10.1f} GFLOP/s  ({seconds * 1e3:.3f} ms)")
-        print(f"{'ratio':<22}{seconds / ours:10.2f}x {name}")
+        name, _, threads = peer
+        print(_row(name, flops, peer_times, threads))
+        ratio = float(np.median(peer_times)) / float(np.median(ours_times))
+        print(f"{'ratio':<22}{ratio:10.2f}x {name} (medians)")
     return 0 if ok else 1
 
 

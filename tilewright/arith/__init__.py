@@ -22,10 +22,7 @@ def __getattr__(name: str) -> Any:
         return importlib.import_module(f"tilewright.arith.{name}")
     if not name.startswith("_"):
         for module_name in _LAZY_MODULES:
-            try:
-                module = importlib.import_module(f"tilewright.arith.{module_name}")
-            except ModuleNotFoundError:
-                continue
+            module = importlib.import_module(f"tilewright.arith.{module_name}")
             value = getattr(module, name, None)
             # Only what the module defines, not what it imports.
             if getattr(value, "__module__", None) == module.__name__:

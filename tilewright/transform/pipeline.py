@@ -76,6 +76,10 @@ class StageLog:
     times: dict[str, float] = field(default_factory=dict)
     number: int = 0
 
+    def __post_init__(self) -> None:
+        if self.dump_dir is not None:
+            self.dump_dir = Path(self.dump_dir).expanduser()
+
     @contextmanager
     def stage(self, stage: str, function: str) -> Iterator[None]:
         """Time the enclosed step as ``stage``; errors get a note naming it and ``function``."""
