@@ -15,12 +15,19 @@ from tilewright.artifact.artifact import (
     description_path,
 )
 from tilewright.artifact.host_plan import HostPlan, Launch, LaunchPlanError
-from tilewright.artifact.signature import Dim, FuncSignature, ParamSpec, SignatureError
+from tilewright.artifact.signature import (
+    BoundsCheck,
+    Dim,
+    FuncSignature,
+    ParamSpec,
+    SignatureError,
+)
 
 __all__ = [
     "SOURCE_FORMATS",
     "Artifact",
     "ArtifactError",
+    "BoundsCheck",
     "Dim",
     "FuncSignature",
     "HostPlan",

@@ -43,16 +43,47 @@ class ParamSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class BoundsCheck:
+    """One access a ``bounds_check`` build checks at run time, as the error message names it.
+
+    ``buffer`` is the buffer's name, ``kernel`` the kernel the access is in (empty: the
+    function itself), ``index`` the flat index expression and ``extent`` the element count
+    (as text), ``shape`` the buffer's N-d shape when it is a compact parameter (else empty).
+    """
+
+    buffer: str
+    kernel: str
+    index: str
+    extent: str
+    shape: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class FuncSignature:
-    """A kernel's name, its exported symbol, its parameters and its trailing symbolic sizes."""
+    """A kernel's name, its exported symbol, its parameters and its trailing symbolic sizes.
+
+    ``bounds_checks`` is non-empty for a function built with ``bounds_check=True`` that has
+    accesses to check: its last parameter is then the hidden error record (``int64``, two
+    elements per check: a flag and the offending index), which the runtime allocates and
+    reads after each call; callers pass the other parameters.
+    """
 
     name: str
     symbol: str
     params: tuple[ParamSpec, ...]
     sym_vars: tuple[str, ...] = ()
+    bounds_checks: tuple[BoundsCheck, ...] = ()
+
+    @property
+    def user_params(self) -> tuple[ParamSpec, ...]:
+        """The parameters a caller passes (all but the hidden error record)."""
+        return self.params[:-1] if self.bounds_checks else self.params
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        if not self.bounds_checks:
+            del data["bounds_checks"]  # the format of builds without checks stays as it was
+        return data
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> FuncSignature:
@@ -69,7 +100,11 @@ class FuncSignature:
             )
             for p in data["params"]
         )
-        return FuncSignature(data["name"], data["symbol"], params, tuple(data["sym_vars"]))
+        checks = tuple(
+            BoundsCheck(c["buffer"], c["kernel"], c["index"], c["extent"], tuple(c["shape"]))
+            for c in data.get("bounds_checks", ())
+        )
+        return FuncSignature(data["name"], data["symbol"], params, tuple(data["sym_vars"]), checks)
 
 
 def _dim_from_json(value: object) -> Dim:

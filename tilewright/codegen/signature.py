@@ -8,7 +8,13 @@ a parameter, in order of first appearance.
 
 from __future__ import annotations
 
-from tilewright.artifact.signature import Dim, FuncSignature, ParamSpec, SignatureError
+from tilewright.artifact.signature import (
+    BoundsCheck,
+    Dim,
+    FuncSignature,
+    ParamSpec,
+    SignatureError,
+)
 from tilewright.ir import (
     Add,
     BinaryOp,
@@ -25,6 +31,7 @@ from tilewright.ir import (
     Var,
     post_order_visit,
 )
+from tilewright.transform.instrument_bounds import CHECKS_ATTR
 
 _DIM_OPS: dict[type, str] = {
     Add: "add",
@@ -85,7 +92,21 @@ def func_signature(name: str, func: PrimFunc, symbol: str | None = None) -> Func
         )
     _check_bindable(name, func, sym_vars, param_set)
     return FuncSignature(
-        name, symbol or name, tuple(params), tuple(names.name(v) for v in sym_vars)
+        name,
+        symbol or name,
+        tuple(params),
+        tuple(names.name(v) for v in sym_vars),
+        _bounds_checks(func),
+    )
+
+
+def _bounds_checks(func: PrimFunc) -> tuple[BoundsCheck, ...]:
+    """The checks ``instrument_bounds`` recorded in the function's ``tw.bounds_checks``."""
+    records = func.attr(CHECKS_ATTR, ())
+    assert isinstance(records, tuple)  # instrument_bounds writes a tuple of records
+    return tuple(
+        BoundsCheck(str(buffer), str(kernel), str(index), str(extent), tuple(shape))
+        for buffer, kernel, index, extent, shape in records
     )
 
 

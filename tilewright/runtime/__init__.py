@@ -3,6 +3,7 @@ through ctypes; CUDA and OpenCL device modules under host launch plans, in ``gpu
 It reads ``tilewright.artifact`` data and never generates code."""
 
 from tilewright.runtime.arguments import check_arguments
+from tilewright.runtime.bounds import BoundsError
 from tilewright.runtime.c_compiler import CompileError, compile_c
 from tilewright.runtime.device import (
     DEVICE_KINDS,
@@ -22,6 +23,7 @@ from tilewright.runtime.ndarray import NDArray, array, empty, from_dlpack
 from tilewright.runtime.time_evaluator import ProfileResult
 
 __all__ = [
+    "BoundsError",
     "DEVICE_KINDS",
     "DEVICE_TYPES",
     "LOADERS",

@@ -18,6 +18,7 @@ from tilewright import config
 from tilewright.artifact import Artifact, FuncSignature, atomic_write
 from tilewright.ir import DataType
 from tilewright.runtime.arguments import check_arguments
+from tilewright.runtime.bounds import new_record, raise_recorded
 from tilewright.runtime.device import Device, cpu
 from tilewright.runtime.time_evaluator import ProfileResult, stage_table, time_evaluator
 
@@ -87,14 +88,34 @@ class PackedFunc:
         return self.signature.name
 
     def bind(self, *args: object) -> Callable[[], None]:
-        """Check ``args`` and return a no-argument function that runs the kernel on them."""
-        return self._launcher(check_arguments(self.signature, args, self.device))
+        """Check ``args`` and return a no-argument function that runs the kernel on them.
+
+        A function built with ``bounds_check=True`` also gets its hidden error record, and
+        each run raises ``BoundsError`` when an access went out of range.
+        """
+        sig = self.signature
+        if not sig.bounds_checks:
+            return self._launcher(check_arguments(sig, args, self.device))
+        if len(args) != len(sig.user_params):
+            names = ", ".join(p.name for p in sig.user_params)
+            raise TypeError(
+                f"{sig.name} expects {len(sig.user_params)} arguments ({names}), got {len(args)}"
+            )
+        record = new_record(sig, self.device)
+        values = check_arguments(sig, (*args, record), self.device)
+        launch = self._launcher(values)
+
+        def run() -> None:
+            launch()
+            raise_recorded(sig, record)
+
+        return Runner(run, values, launch.stream if isinstance(launch, Runner) else 0)
 
     def __call__(self, *args: object) -> None:
         self.bind(*args)()
 
     def __repr__(self) -> str:
-        params = ", ".join(p.name for p in self.signature.params)
+        params = ", ".join(p.name for p in self.signature.user_params)
         return f"<PackedFunc {self.name}({params}) on {self.device}>"
 
 
