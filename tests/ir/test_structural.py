@@ -32,6 +32,12 @@ def test_equal_up_to_renaming():
     assert structural_hash(a) == structural_hash(b)
 
 
+def test_function_names_are_hints_like_variable_names():
+    a, b = _loop().replace(name="kernel"), _loop().replace(name="other")
+    assert structural_equal(a, b)
+    assert structural_hash(a) == structural_hash(b)
+
+
 def test_different_constant_is_unequal_and_reported():
     a, b = _loop(extent=16), _loop(extent=8)
     assert not structural_equal(a, b)

@@ -245,6 +245,30 @@ def test_bad_arguments() -> None:
     assert error.rule == "argument"
 
 
+def test_unknown_storage_scopes_are_refused_with_a_suggestion() -> None:
+    sch = Schedule(two_stage)
+    error = check_refused(
+        sch, lambda: sch.cache_read("C", 0, "shard"), r"unknown storage scope 'shard' \(did you"
+    )
+    assert error.rule == "storage-scope"
+    assert "'shared'" in error.detail and "rule storage-scope" in str(error)
+    error = check_refused(sch, lambda: sch.cache_write("B", 0, "locl"), "did you mean 'local'")
+    assert error.rule == "storage-scope"
+    error = check_refused(sch, lambda: sch.set_scope("B", 0, "Shared"), "did you mean 'shared'")
+    assert error.rule == "storage-scope"
+    error = check_refused(sch, lambda: sch.cache_read("C", 0, "texture"), "expected one of")
+    assert error.rule == "storage-scope"
+
+
+def test_every_known_storage_scope_is_accepted() -> None:
+    from tilewright.ir.scope import STORAGE_SCOPES
+
+    for scope in STORAGE_SCOPES:
+        sch = Schedule(two_stage)
+        sch.set_scope("B", 0, scope)
+        assert sch.get(sch.get_block("B")).writes[0].buffer.scope == scope
+
+
 @T.prim_func
 def read_then_written(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
     B = T.alloc_buffer((8,))

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import io
+import sys
+from types import SimpleNamespace
 
 import pytest
 from printer_programs import matmul
@@ -80,3 +82,61 @@ def test_node_show_and_jupyter_repr(capsys: pytest.CaptureFixture[str]):
     assert capsys.readouterr().out == mod.script() + "\n"
     html = mod._repr_html_()
     assert "<span" in html and "prim_func" in html
+
+
+def test_prim_func_has_a_jupyter_repr():
+    html = matmul()["main"]._repr_html_()
+    assert "<span" in html and "style=" in html and "prim_func" in html
+
+
+class FakeShell:
+    def __init__(self, kernel: object) -> None:
+        self.kernel = kernel
+
+
+class FakeHTML:
+    def __init__(self, data: str) -> None:
+        self.data = data
+
+
+def fake_ipython(monkeypatch: pytest.MonkeyPatch, shell: FakeShell | None) -> list[FakeHTML]:
+    """Install fake ``IPython`` and ``IPython.display`` modules; returns what gets displayed."""
+    shown: list[FakeHTML] = []
+    monkeypatch.setitem(sys.modules, "IPython", SimpleNamespace(get_ipython=lambda: shell))
+    display = SimpleNamespace(HTML=FakeHTML, display=shown.append)
+    monkeypatch.setitem(sys.modules, "IPython.display", display)
+    return shown
+
+
+def test_show_displays_html_in_a_jupyter_kernel(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    shown = fake_ipython(monkeypatch, FakeShell(kernel=object()))
+    func = matmul()["main"]
+    with config.scope(color=True):
+        func.show()
+    assert capsys.readouterr().out == ""
+    assert len(shown) == 1
+    data = shown[0].data
+    assert data == func._repr_html_() and "<span" in data
+
+
+def test_show_prints_text_outside_a_kernel(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    # A terminal IPython (a shell without a kernel), or IPython imported but not running.
+    for shell in (FakeShell(kernel=None), None):
+        shown = fake_ipython(monkeypatch, shell)
+        with config.scope(color=True):
+            highlight.show(TEXT)
+        assert shown == [] and capsys.readouterr().out == TEXT + "\n"
+
+
+def test_show_in_a_kernel_honours_no_color(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    shown = fake_ipython(monkeypatch, FakeShell(kernel=object()))
+    with config.scope(color=False):
+        highlight.show(TEXT)
+    highlight.show(TEXT, color=False)
+    assert shown == [] and capsys.readouterr().out == (TEXT + "\n") * 2

@@ -66,6 +66,8 @@ from tilewright.ir import (
     seq,
 )
 from tilewright.ir.printer import script
+from tilewright.script import from_source
+from tilewright.script import tir as T
 
 
 def golden(text: str) -> str:
@@ -408,6 +410,22 @@ def test_function_name_comes_from_the_key_or_global_symbol():
     assert "def vadd(" in script(f.with_attr("global_symbol", "vadd"))
     assert "def kernel(" in script(IRModule({"kernel": f}))
     assert script(IRModule({})) == HEADER + "@I.ir_module\nclass Module:\n    pass"
+
+
+def test_a_parsed_function_prints_under_its_own_name():
+    @T.prim_func
+    def kernel(A: T.Buffer((4,), "float32")):
+        A[0] = T.float32(1)
+
+    assert kernel.name == "kernel"
+    assert 'def kernel(A: T.Buffer((4,), "float32")):' in script(kernel)
+    # Its own name before its global_symbol (which still prints among its attributes) ...
+    tagged = kernel.with_attr("global_symbol", "entry")
+    assert "def kernel(" in script(tagged) and '"global_symbol": "entry"' in script(tagged)
+    # ... and a module's key before both, as in TVM.
+    assert "    def main(" in script(IRModule({"main": kernel}))
+    parsed = from_source(script(kernel))
+    assert isinstance(parsed, PrimFunc) and parsed.name == "kernel"
 
 
 def test_header_can_be_left_out():

@@ -13,7 +13,9 @@ class PrimFunc(Node):
     """A low-level function.
 
     ``params`` are the function's variables in order: handles for buffer arguments (the
-    buffer itself is in ``buffer_map``) and scalars for the rest.
+    buffer itself is in ``buffer_map``) and scalars for the rest. ``name`` is the name of
+    the ``def`` it was parsed from (empty when built otherwise): the printer's name for it
+    outside a module, a hint that, like variable names, takes no part in structural equality.
 
     Example::
 
@@ -29,6 +31,7 @@ class PrimFunc(Node):
     body: Stmt
     buffer_map: tuple[tuple[Var, Buffer], ...] = ()
     attrs: Attrs = ()
+    name: str = ""
 
     def buffer_of(self, param: Var) -> Buffer | None:
         for var, buf in self.buffer_map:

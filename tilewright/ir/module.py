@@ -66,11 +66,6 @@ class IRModule(Node):
             raise TypeError(f"IRModule functions are a mapping or pairs, not {type(functions)}")
         return IRModule(functions)
 
-    def _repr_html_(self) -> str:
-        from tilewright.ir.printer.highlight import to_html
-
-        return to_html(self.script())
-
     @staticmethod
     def from_expr(func: PrimFunc) -> IRModule:
         return IRModule({"main": func})

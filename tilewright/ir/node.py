@@ -51,10 +51,16 @@ class Node:
         return script(self)
 
     def show(self) -> None:
-        """Print ``script()``, highlighted on a terminal."""
+        """Print ``script()``, highlighted on a terminal; in Jupyter, display it as HTML."""
         from tilewright.ir.printer.highlight import show
 
         show(self.script())
+
+    def _repr_html_(self) -> str:
+        """Jupyter's rich display: the highlighted script."""
+        from tilewright.ir.printer.highlight import to_html
+
+        return to_html(self.script())
 
     def __repr__(self) -> str:
         try:

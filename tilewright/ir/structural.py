@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from tilewright.ir.buffer import Buffer
 from tilewright.ir.dtype import DataType
 from tilewright.ir.expr import Var
+from tilewright.ir.function import PrimFunc
 from tilewright.ir.node import Node
 
 # Fields that are hints only and take no part in equality.
-_IGNORED = {Var: ("name",), Buffer: ("name",)}
+_IGNORED = {Var: ("name",), Buffer: ("name",), PrimFunc: ("name",)}
 
 
 @dataclass

@@ -41,6 +41,10 @@ RULES = {
     "annotation": "unannotate needs a key the loop or block is annotated with",
     "argument": "the arguments must have the types the primitive documents",
     "buffer-index": "a buffer index counts the block's reads (or writes), from 0",
+    "storage-scope": (
+        "a storage scope is one of tilewright.ir.scope.STORAGE_SCOPES (global, shared, "
+        "shared.dyn, local, warp and the wmma/mma fragment scopes)"
+    ),
     "same-scope": "the block and the loop (or consumer blocks) must be in the same scope",
     "location": (
         "compute_at needs a loop that holds every consumer of the block and not the block "

@@ -8,6 +8,7 @@ import re
 from tilewright.arith.iter_map import is_affine
 from tilewright.ir.expr import IntImm, PrimExpr, Var
 from tilewright.ir.functor import collect_vars
+from tilewright.ir.scope import unknown_scope_message
 from tilewright.ir.stmt import BlockRealize, For, ForKind, IterKind, Stmt
 from tilewright.ir.structural import structural_equal
 from tilewright.schedule.error import ScheduleError
@@ -41,6 +42,13 @@ def check_plain_loop(primitive: str, site: Site) -> None:
             site.func,
             loop,
         )
+
+
+def check_storage_scope(primitive: str, site: Site, scope: object) -> None:
+    """Cache and scope primitives: ``scope`` is a known storage scope ("did you mean")."""
+    problem = unknown_scope_message(scope)
+    if problem is not None:
+        raise ScheduleError(primitive, "storage-scope", problem, site.func, site.node)
 
 
 def check_distinct(primitive: str, sites: list[Site]) -> None:

@@ -164,10 +164,17 @@ def print_function(
     indent: int = 4,
     marks: Mapping[Node, str] | None = None,
 ) -> list[str]:
-    """The lines of ``func`` as ``@T.prim_func def name(...)``."""
+    """The lines of ``func`` as ``@T.prim_func def name(...)``.
+
+    Outside a module (``name`` None) the function prints under the name of the ``def`` it was
+    parsed from, else its ``global_symbol`` attribute as TVM does, else ``main``.
+    """
     if name is None:
         symbol = func.attr("global_symbol")
-        name = symbol if isinstance(symbol, str) and symbol.isidentifier() else "main"
+        if func.name.isidentifier():
+            name = func.name
+        else:
+            name = symbol if isinstance(symbol, str) and symbol.isidentifier() else "main"
     printer = FunctionPrinter(indent=indent, marks=marks)
     printer.function(func, sanitize(name))
     return printer.lines

@@ -33,6 +33,7 @@ from tilewright.schedule.dataflow import (
     scope_path,
 )
 from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.legality import check_storage_scope
 from tilewright.schedule.region import access_regions, clip, interval_range, relax_region
 from tilewright.schedule.tree import Path, Site, rebuild, update, walk
 
@@ -208,6 +209,7 @@ def cache_read(
     """
     block = site.node
     assert isinstance(block, Block)
+    check_storage_scope("cache_read", site, scope)
     buffer = _buffer("cache_read", site, block.reads, index, "reads")
     spath = scope_path(site)
     blocks = scope_blocks(spath)
@@ -292,6 +294,7 @@ def cache_write(site: Site, index: int, scope: str) -> tuple[PrimFunc, str]:
     """
     block = site.node
     assert isinstance(block, Block)
+    check_storage_scope("cache_write", site, scope)
     buffer = _buffer("cache_write", site, block.writes, index, "writes")
     spath = scope_path(site)
     blocks = scope_blocks(spath)
@@ -369,10 +372,9 @@ def set_scope(site: Site, index: int, scope: str) -> PrimFunc:
     """
     block = site.node
     assert isinstance(block, Block)
+    check_storage_scope("set_scope", site, scope)
     buffer = _buffer("set_scope", site, block.writes, index, "writes")
     _allocated("set_scope", site, buffer)
-    if not isinstance(scope, str) or not scope:
-        raise ScheduleError("set_scope", "argument", f"scope {scope!r} is not a storage scope")
     new = buffer.replace(scope=scope)
     body = swap(site.func.body, {buffer: new})
     return site.func.with_body(body)

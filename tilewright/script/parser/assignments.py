@@ -46,6 +46,7 @@ class AssignmentParser(StatementParser):
             raise self.error(node, "augmented assignment needs a buffer element: C[i] += x")
         current = self.visit_Subscript(node.target)
         value = self.eval(node.value)
+        self.check_operands(node, ((node.target, current), (node.value, value)))
         try:
             result = BINARY_OPERATORS[type(node.op)](current, value)
         except (TypeError, ValueError, KeyError) as err:
@@ -88,15 +89,8 @@ class AssignmentParser(StatementParser):
         self.check_indices(target, buffer, len(indices))
         if any(isinstance(i, slice) for i in indices):
             raise self.error(target, f"cannot store to a region of buffer {buffer.name}")
-        exprs = []
-        for index, item in zip(
-            indices, target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
-        ):
-            if not isinstance(index, PrimExpr | int) or isinstance(index, bool):
-                raise self.error(
-                    item, f"buffer {buffer.name}: expected an integer index, found {index!r}"
-                )
-            exprs.append(op.convert(index))
+        self.check_index_types(target, buffer, indices)
+        exprs = [op.convert(index) for index in indices if isinstance(index, PrimExpr | int)]
         if isinstance(value, bool | int | float):
             stored = op.convert(value, buffer.dtype)
         elif isinstance(value, PrimExpr):
@@ -141,6 +135,7 @@ class AssignmentParser(StatementParser):
             var = Var(name, value.binding.dtype)
             block.iter_vars.append(IterVar(var, dom, value.kind))
             block.iter_values.append(value.binding)
+            block.iter_sources.append((node, False))
             self.scope.define(name, var)
             return None
         if isinstance(value, BufferDecl):
@@ -195,6 +190,7 @@ class AssignmentParser(StatementParser):
             var = Var(name.id, binding.dtype)
             block.iter_vars.append(IterVar(var, self._loop_dom(binding, node), kind))
             block.iter_values.append(binding)
+            block.iter_sources.append((node, True))
             self.scope.define(name.id, var)
 
     def _is_param(self, var: Var) -> bool:

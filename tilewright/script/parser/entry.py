@@ -35,10 +35,22 @@ def prim_func(func: Callable[..., Any] | None = None, *, private: bool = False) 
         >>> type(add_one).__name__
         'PrimFunc'
     """
+    __tracebackhide__ = True  # pytest and IPython start the traceback at the user's line
     caller = sys._getframe(1)
     if func is None:
-        return lambda f: _parse_function(f, caller)
-    return _parse_function(func, caller)
+
+        def decorate(f: Callable[..., Any]) -> PrimFunc:
+            __tracebackhide__ = True
+            try:
+                return _parse_function(f, caller)
+            except ParseError as err:
+                raise err.with_traceback(None) from None  # the script's own line is below
+
+        return decorate
+    try:
+        return _parse_function(func, caller)
+    except ParseError as err:
+        raise err.with_traceback(None) from None  # the script's own line is below
 
 
 def ir_module(cls: type) -> IRModule:
@@ -82,6 +94,14 @@ def from_source(text: str, filename: str = "<string>") -> IRModule | PrimFunc:
 
         >>> mod = from_source(mod.script())
     """
+    __tracebackhide__ = True
+    try:
+        return _from_source(text, filename)
+    except ParseError as err:
+        raise err.with_traceback(None) from None  # the script's own line is below
+
+
+def _from_source(text: str, filename: str) -> IRModule | PrimFunc:
     lines = tuple(text.splitlines())
     source = SourceMap(filename, lines)
     try:
@@ -124,11 +144,15 @@ def parse(program: str | type | Callable[..., Any]) -> IRModule | PrimFunc:
 
         >>> parse("@T.prim_func\\ndef f(A: T.Buffer((4,), 'float32')):\\n    A[0] = 1.0\\n")
     """
-    if isinstance(program, str):
-        return from_source(program)
-    if isinstance(program, type):
-        return ir_module(program)
-    return _parse_function(program, sys._getframe(1))
+    __tracebackhide__ = True
+    try:
+        if isinstance(program, str):
+            return _from_source(program, "<string>")
+        if isinstance(program, type):
+            return ir_module(program)
+        return _parse_function(program, sys._getframe(1))
+    except ParseError as err:
+        raise err.with_traceback(None) from None  # the script's own line is below
 
 
 def _parse_function(func: Callable[..., Any], caller: types.FrameType | None) -> PrimFunc:

@@ -29,9 +29,11 @@ class ParseError(SyntaxError):
         line_text: str = "",
         width: int = 1,
     ) -> None:
-        super().__init__(message, (filename, lineno, column, line_text))
-        self.message = message
         self.width = max(width, 1)
+        # The end column lets Python's own traceback underline the whole culprit.
+        end = column + min(self.width, max(len(line_text.rstrip()) - column + 1, 1))
+        super().__init__(message, (filename, lineno, column, line_text, lineno, end))
+        self.message = message
 
     def __str__(self) -> str:
         where = f"{self.filename}, line {self.lineno}, column {self.offset}"
@@ -44,6 +46,20 @@ class ParseError(SyntaxError):
             width = min(self.width, max(len(stripped) - caret_col, 1))
             text += f"\n    {stripped}\n    {' ' * caret_col}{'^' * width}"
         return text
+
+
+class ArgumentError(ValueError):
+    """A ``T.`` function's keyword argument is wrong: the parser points at that argument's
+    value instead of the whole call.
+
+    Example::
+
+        raise ArgumentError("T.alloc_buffer: unknown storage scope 'shard'", keyword="scope")
+    """
+
+    def __init__(self, message: str, *, keyword: str) -> None:
+        super().__init__(message)
+        self.keyword = keyword
 
 
 @dataclass(frozen=True)

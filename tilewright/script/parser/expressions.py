@@ -13,13 +13,13 @@ import builtins
 import difflib
 import operator
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer
-from tilewright.ir.expr import PrimExpr
-from tilewright.script.parser.errors import ParseError, SourceMap
+from tilewright.ir.expr import PrimExpr, StringImm
+from tilewright.script.parser.errors import ArgumentError, ParseError, SourceMap
 from tilewright.script.parser.scope import Scope
 
 BINARY_OPERATORS: dict[type, Callable[[object, object], object]] = {
@@ -73,6 +73,23 @@ def _operand(value: object) -> op.Operand:
     # Script values are unchecked here on purpose: the ``op`` constructors convert them and
     # raise a TypeError naming the value when it is not an expression or a number.
     return cast(op.Operand, value)
+
+
+def _is_numeric(value: PrimExpr) -> bool:
+    return not (value.dtype.is_handle or value.dtype.is_void)
+
+
+def _non_numeric(value: object) -> str | None:
+    """What ``value`` is when it cannot be an operand of arithmetic, else None."""
+    if isinstance(value, bool | int | float):
+        return None
+    if isinstance(value, str | StringImm):
+        return "a string"
+    if isinstance(value, PrimExpr):
+        return None if _is_numeric(value) else f"a {value.dtype} value"
+    if isinstance(value, Buffer):
+        return f"a buffer, not an element such as {value.name}[i]"
+    return None  # other objects (tile layouts, ...) define their own operators
 
 
 def _iterable(value: object) -> Iterable[object]:
@@ -176,10 +193,27 @@ class ExpressionEvaluator:
             text = str(err)
             if not text.startswith(name):
                 text = f"wrong arguments to {name}: {text}"
-            raise self.error(node, text) from None
+            raise self.error(_argument_node(node, err), text) from None
+
+    def check_operands(self, node: ast.AST, operands: Sequence[tuple[ast.AST, object]]) -> None:
+        """Operands of an operator that builds IR are numbers or numeric expressions: a
+        string, a buffer or a handle there would pass on to the C compiler."""
+        if not any(isinstance(value, PrimExpr | Buffer) for _, value in operands):
+            return  # plain Python values: meta-programming ("a" + "b" is fine)
+        numeric = [v for _, v in operands if isinstance(v, PrimExpr) and _is_numeric(v)]
+        kind = f"{numeric[0].dtype} " if numeric else ""
+        for where, value in operands:
+            problem = _non_numeric(value)
+            if problem is not None:
+                raise self.error(
+                    where,
+                    f"operand {ast.unparse(where)} of {ast.unparse(node)} is {problem}; "
+                    f"expected a {kind}number or expression",
+                )
 
     def visit_BinOp(self, node: ast.BinOp) -> object:
         left, right = self.eval(node.left), self.eval(node.right)
+        self.check_operands(node, ((node.left, left), (node.right, right)))
         fn = BINARY_OPERATORS.get(type(node.op))
         if isinstance(node.op, ast.Pow) and (_is_ir(left) or _is_ir(right)):
             fn = lambda a, b: op.math_call("pow", _operand(a), _operand(b))  # noqa: E731 - one use
@@ -192,15 +226,17 @@ class ExpressionEvaluator:
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> object:
         value = self.eval(node.operand)
+        self.check_operands(node, ((node.operand, value),))
         if isinstance(node.op, ast.Not):
             return op.logical_not(_operand(value)) if _is_ir(value) else not value
         if isinstance(node.op, ast.UAdd):
             return value
-        if isinstance(node.op, ast.USub):
-            return _NEGATE(value)
-        if _is_ir(value):
+        if isinstance(node.op, ast.Invert) and _is_ir(value):
             raise self.error(node, "unsupported operator ~ on an expression")
-        return _INVERT(value)
+        try:
+            return _NEGATE(value) if isinstance(node.op, ast.USub) else _INVERT(value)
+        except TypeError as err:
+            raise self.error(node, f"cannot apply {ast.unparse(node)}: {err}") from None
 
     def visit_BoolOp(self, node: ast.BoolOp) -> object:
         is_and = isinstance(node.op, ast.And)
@@ -213,6 +249,7 @@ class ExpressionEvaluator:
                 result = self.eval(item)
                 continue
             other = self.eval(item)
+            self.check_operands(node, ((node.values[0], result), (item, other)))
             x, y = _operand(result), _operand(other)
             result = op.logical_and(x, y) if is_and else op.logical_or(x, y)
         return result
@@ -222,6 +259,8 @@ class ExpressionEvaluator:
         result: object = True
         for cmp, right_node in zip(node.ops, node.comparators):
             right = self.eval(right_node)
+            if type(cmp) in _COMPARE_IR:
+                self.check_operands(node, ((node.left, left), (right_node, right)))
             if (_is_ir(left) or _is_ir(right)) and type(cmp) in _COMPARE_IR:
                 value: object = _COMPARE_IR[type(cmp)](_operand(left), _operand(right))
             else:
@@ -239,6 +278,8 @@ class ExpressionEvaluator:
         cond = self.eval(node.test)
         if _is_ir(cond):
             body, orelse = self.eval(node.body), self.eval(node.orelse)
+            self.check_operands(node, ((node.test, cond),))
+            self.check_operands(node, ((node.body, body), (node.orelse, orelse)))
             return op.select(_operand(cond), _operand(body), _operand(orelse))
         return self.eval(node.body) if cond else self.eval(node.orelse)
 
@@ -269,6 +310,31 @@ class ExpressionEvaluator:
                 f"expected {buffer.ndim}",
             )
 
+    def check_index_types(
+        self, node: ast.Subscript, buffer: Buffer, items: Sequence[object]
+    ) -> None:
+        """Each index (not slice) of ``buffer[...]`` is an integer or an integer expression."""
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if len(parts) != len(items):
+            parts = [node] * len(items)  # indices unpacked from a tuple made outside
+        for part, item in zip(parts, items):
+            if isinstance(item, slice):
+                continue
+            if isinstance(item, int) and not isinstance(item, bool):
+                continue
+            if isinstance(item, PrimExpr) and item.dtype.is_integer:
+                continue
+            is_float = isinstance(item, float) or (
+                isinstance(item, PrimExpr) and item.dtype.is_float
+            )
+            found = f"a {item.dtype} value" if isinstance(item, PrimExpr) else repr(item)
+            hint = " (// divides integers; T.int32(x) casts)" if is_float else ""
+            raise self.error(
+                part,
+                f"buffer {buffer.name}: index {ast.unparse(part)} is {found}; expected an "
+                f"integer index{hint}",
+            )
+
     def visit_Subscript(self, node: ast.Subscript) -> object:
         owner = self.eval(node.value)
         if isinstance(owner, Buffer):
@@ -276,6 +342,7 @@ class ExpressionEvaluator:
             if len(items) == 1 and isinstance(items[0], tuple):
                 items = items[0]  # `A[fs]` with `fs` a tuple of slices made outside
             self.check_indices(node, owner, len(items))
+            self.check_index_types(node, owner, items)
             try:
                 if any(isinstance(item, slice) for item in items):
                     from tilewright.script.tir.arguments import region_of
@@ -326,6 +393,15 @@ class ExpressionEvaluator:
             else:
                 parts.append(str(self.eval(value)))
         return "".join(parts)
+
+
+def _argument_node(call: ast.Call, err: Exception) -> ast.AST:
+    """The keyword argument an ``ArgumentError`` names, else the whole call."""
+    if isinstance(err, ArgumentError):
+        for kw in call.keywords:
+            if kw.arg == err.keyword:
+                return kw.value
+    return call
 
 
 _UNBOUND = object()

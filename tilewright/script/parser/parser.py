@@ -56,7 +56,9 @@ class Parser(AssignmentParser):
         buffer_map = tuple(
             (p, self.func.buffer_map[p]) for p in self.func.params if p in self.func.buffer_map
         )
-        return PrimFunc(tuple(self.func.params), body, buffer_map, attrs(self.func.attrs))
+        return PrimFunc(
+            tuple(self.func.params), body, buffer_map, attrs(self.func.attrs), name=node.name
+        )
 
     def _parameter(self, arg: ast.arg) -> Var:
         name = arg.arg

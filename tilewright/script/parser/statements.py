@@ -15,6 +15,8 @@ from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.dtype import bool_
 from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
+from tilewright.ir.functor import collect_vars
+from tilewright.ir.printer import script
 from tilewright.ir.stmt import (
     Allocate,
     AttrStmt,
@@ -24,6 +26,7 @@ from tilewright.ir.stmt import (
     Evaluate,
     For,
     IfThenElse,
+    IterKind,
     IterVar,
     LetStmt,
     MatchBufferRegion,
@@ -68,6 +71,9 @@ class BlockBuilder:
     alloc_buffers: list[Buffer] = field(default_factory=list)
     match_buffers: list[MatchBufferRegion] = field(default_factory=list)
     init: Stmt | None = None
+    # Per iterator, the statement declaring it and whether it is a T.axis.remap.
+    iter_sources: list[tuple[ast.stmt, bool]] = field(default_factory=list)
+    init_at: ast.stmt | None = None
 
 
 @dataclass
@@ -209,6 +215,7 @@ class StatementParser(ExpressionEvaluator):
             if block.init is not None:
                 raise self.error(node, f"block {block.name} has two T.init() sections")
             block.init = self._nested_body(node.body)
+            block.init_at = node
             return None
         if isinstance(frame, AttrFrame):
             return AttrStmt(frame.node, frame.key, frame.value, self._nested_body(node.body))
@@ -246,8 +253,59 @@ class StatementParser(ExpressionEvaluator):
                 reads=builder.reads if builder.reads is not None else reads,
                 writes=builder.writes if builder.writes is not None else writes,
             )
+        if block.init is not None:
+            self._check_reduction(builder, block, node)
         predicate = builder.predicate if builder.predicate is not None else IntImm(1, bool_)
         return BlockRealize(tuple(builder.iter_values), predicate, block)
+
+    def _check_reduction(self, builder: BlockBuilder, block: Block, node: ast.With) -> None:
+        """A block with ``T.init()`` is a reduction: an iterator that does not index what the
+        block writes is a reduction iterator (were it spatial, the init would run on every
+        step, leaving only the last step's value), and, when the script leaves the writes to
+        inference, the init writes only what the body writes (explicit ``T.writes`` are taken
+        as stated)."""
+        from tilewright.arith.region import block_access_regions
+
+        assert block.init is not None
+        init_at = builder.init_at or node
+        _, body_writes = block_access_regions(block.replace(init=None))
+        _, init_writes = block_access_regions(block.replace(body=block.init, init=None))
+        outputs = {region.buffer for region in body_writes}
+        stray = [r.buffer.name for r in init_writes if r.buffer not in outputs]
+        if stray and builder.writes is None:
+            names = ", ".join(sorted({b.name for b in outputs})) or "nothing"
+            raise self.error(
+                init_at,
+                f"block {block.name!r}: T.init() writes {', '.join(stray)}, which the block "
+                f"does not write; expected the init to set what the block reduces into "
+                f"({names})",
+            )
+        if any(iv.kind is not IterKind.SPATIAL for iv in block.iter_vars):
+            return
+        indexed = set(collect_vars(tuple(r.region for r in body_writes)))
+        unused = [k for k, iv in enumerate(block.iter_vars) if iv.var not in indexed]
+        if not unused:
+            return  # each step writes its own element: init-then-update is still right
+        first = unused[0]
+        names = " and ".join(block.iter_vars[k].var.name for k in unused)
+        outputs_text = ", ".join(script(r) for r in body_writes)
+        where, is_remap = builder.iter_sources[first]
+        if is_remap:
+            kinds = "".join(
+                "R" if k in unused else "S"
+                for k, (at, _) in enumerate(builder.iter_sources)
+                if at is where
+            )
+            fix = f'T.axis.remap("{kinds}", ...)'
+        else:
+            fix = f"{block.iter_vars[first].var.name} = T.axis.reduce(...)"
+        verb, should = ("does", "it should be") if len(unused) == 1 else ("do", "each should be")
+        raise self.error(
+            where,
+            f"block {block.name!r} has T.init() but no reduction iterator: {names} {verb} "
+            f'not index what the block writes ({outputs_text}), so {should} "R"; '
+            f"expected {fix}",
+        )
 
     def visit_If(self, node: ast.If) -> Stmt | None:
         cond = self.eval(node.test)

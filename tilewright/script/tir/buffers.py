@@ -9,6 +9,8 @@ from typing import TypeVar
 from tilewright.ir.expr import PrimExpr, Var
 from tilewright.ir.layout import Layout
 from tilewright.ir.node import Node
+from tilewright.ir.scope import unknown_scope_message
+from tilewright.script.parser.errors import ArgumentError
 from tilewright.script.parser.frames import BufferDecl, BufferType
 from tilewright.script.tir import arguments as args
 
@@ -39,8 +41,11 @@ def _maker(name: str, wrap: Callable[[BufferType], _Made], doc: str) -> Callable
     ) -> _Made:
         if data is not None and not isinstance(data, Var):
             raise TypeError(f"{where}: data must be a handle variable, found {type(data).__name__}")
-        if not isinstance(scope, str):
-            raise TypeError(f'{where}: scope must be a string such as "shared", found {scope!r}')
+        if scope == "":
+            scope = "global"  # TVM reads an empty scope as global
+        problem = unknown_scope_message(scope)
+        if problem is not None:
+            raise ArgumentError(f"{where}: {problem}", keyword="scope")
         spec = BufferType(
             shape=args.shape_of(shape, where),
             dtype=args.dtype_of(dtype, where),
