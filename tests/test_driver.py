@@ -9,6 +9,7 @@ from tirx.test_lower_tirx import round_trip_kernel
 
 import tilewright as tw
 from tilewright import config
+from tilewright.backend import lowering_stages
 from tilewright.codegen import CodegenError
 from tilewright.driver import build_lowered
 from tilewright.ir import Evaluate, IRModule, PrimFunc, intrinsics
@@ -16,6 +17,7 @@ from tilewright.layout import S, TileLayout
 from tilewright.target import Target
 
 CPU_PASSES = [
+    "verify_bounds",
     "lower_init_block",
     "lower_blocks",
     "inline_unit_loops",
@@ -45,14 +47,15 @@ def test_every_stage_is_dumped_the_tile_program_first(tmp_path):
     assert names[:3] == [
         "main.00_input.txt",
         "main.01_lower_tirx.txt",
-        "main.02_lower_init_block.txt",
+        "main.02_verify_bounds.txt",
     ]
     assert "Tx.warp.copy" in (tmp_path / "main.00_input.txt").read_text()
     assert "Tx." not in (tmp_path / "main.01_lower_tirx.txt").read_text()
     sources = [n for n in names if n.endswith(".cu")]
     assert len(sources) == 1
     assert (tmp_path / sources[0]).read_text() == rt_mod.imported_modules[0].get_source()
-    assert "main_kernel.16_verify_split.txt" in names  # kernels are dumped under their names
+    last = len(lowering_stages("cuda")) + 1  # after the input and lower_tirx
+    assert f"main_kernel.{last:02d}_verify_split.txt" in names  # dumped under their names
     assert next(iter(rt_mod.build_times)) == "lower_tirx"
 
 

@@ -20,6 +20,7 @@ from tilewright.runtime import Module
 from tilewright.target import Target
 from tilewright.tirx import LowerTIRx, has_tirx
 from tilewright.transform import StageLog, lower_module
+from tilewright.transform.pass_context import bounds_check_requested
 
 
 def _as_module(mod: IRModule | PrimFunc) -> IRModule:
@@ -45,7 +46,9 @@ def _label(mod: IRModule) -> str:
     return names[0] if len(names) == 1 else "module"
 
 
-def _lower(module: IRModule, target: Target, backend: Backend, log: StageLog) -> IRModule:
+def _lower(
+    module: IRModule, target: Target, backend: Backend, log: StageLog, bounds_check: bool
+) -> IRModule:
     for name, func in module.items():
         log.dump(name, 0, "input", func.script)
     log.number = 1
@@ -55,23 +58,33 @@ def _lower(module: IRModule, target: Target, backend: Backend, log: StageLog) ->
         number = log.next_number()
         for name, func in module.items():
             log.dump(name, number, "lower_tirx", func.script)
-    return lower_module(module, backend.lowering(target), log=log)
+    return lower_module(module, backend.lowering(target, bounds_check=bounds_check), log=log)
 
 
-def lower(mod: IRModule | PrimFunc, target: str | Target | None = None) -> IRModule:
+def lower(
+    mod: IRModule | PrimFunc,
+    target: str | Target | None = None,
+    *,
+    bounds_check: bool | None = None,
+) -> IRModule:
     """The module lowered for ``target`` (the current target, else ``"c"``): the IR that
-    code generation reads.
+    code generation reads; ``bounds_check`` as for ``build``.
 
     Example::
 
         >>> tw.lower(MyModule, "c")["main"].show()
     """
     resolved = _resolve(target)
-    return _lower(_as_module(mod), resolved, backend_for(resolved), StageLog())
+    checked = bounds_check_requested(bounds_check)
+    return _lower(_as_module(mod), resolved, backend_for(resolved), StageLog(), checked)
 
 
 def build_artifact(
-    mod: IRModule | PrimFunc, target: str | Target | None = "c", *, log: StageLog | None = None
+    mod: IRModule | PrimFunc,
+    target: str | Target | None = "c",
+    *,
+    log: StageLog | None = None,
+    bounds_check: bool | None = None,
 ) -> Artifact:
     """Lower, generate and compile ``mod`` for ``target`` into an ``Artifact``: plain data
     that ``tw.runtime.load`` turns into a callable module, here or in another process.
@@ -80,6 +93,7 @@ def build_artifact(
         mod: the program (``sch.mod`` after scheduling).
         target: as for ``build``.
         log: collects the stage times and dumps (a new ``StageLog`` by default).
+        bounds_check: as for ``build``.
 
     Example::
 
@@ -90,7 +104,8 @@ def build_artifact(
     resolved = _resolve(target)
     log = log or StageLog()
     module = _as_module(mod)
-    lowered = _lower(module, resolved, backend_for(resolved), log)
+    checked = bounds_check_requested(bounds_check)
+    lowered = _lower(module, resolved, backend_for(resolved), log, checked)
     return _compile(lowered, resolved, _label(module), log)
 
 
@@ -113,7 +128,12 @@ def _load(artifact: Artifact, target: Target, label: str, log: StageLog) -> Modu
     return module
 
 
-def build(mod: IRModule | PrimFunc, target: str | Target | None = "c") -> Module:
+def build(
+    mod: IRModule | PrimFunc,
+    target: str | Target | None = "c",
+    *,
+    bounds_check: bool | None = None,
+) -> Module:
     """Compile ``mod`` for ``target`` into a runtime module.
 
     Arguments:
@@ -121,16 +141,23 @@ def build(mod: IRModule | PrimFunc, target: str | Target | None = "c") -> Module
         target: ``"c"`` or its alias ``"llvm"`` for the CPU, ``"cuda"`` (or a tag such as
             ``"nvidia/h200"``), ``"opencl"``, ``"metal"``, or a ``Target``; ``None`` takes
             the current target (``with Target(...):``), else ``"c"``.
+        bounds_check: check at run time every buffer access not proven in range; a call
+            that goes out of range skips that access and then raises
+            ``tw.runtime.BoundsError`` naming the buffer, the index and the kernel. ``None``
+            (the default) takes the current ``tw.transform.PassContext``'s
+            ``"tir.instrument_bound_checkers"``, else False. Accesses proven out of range
+            are refused at lowering whatever this says (``OutOfBoundsError``).
 
     Example::
 
         >>> rt_mod = tw.build(MyModule, target="c")
         >>> rt_mod["main"](a, b, c)
         >>> print(rt_mod.build_report())             # seconds spent in each stage
+        >>> tw.build(Gather, "c", bounds_check=True)["main"](a, bad_idx, b)  # BoundsError
     """
     resolved = _resolve(target)
     log = StageLog()
-    artifact = build_artifact(mod, resolved, log=log)
+    artifact = build_artifact(mod, resolved, log=log, bounds_check=bounds_check)
     return _load(artifact, resolved, _label(_as_module(mod)), log)
 
 

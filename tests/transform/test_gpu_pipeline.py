@@ -32,6 +32,7 @@ from tilewright.transform.remove_no_op import no_op
 from .gpu_programs import REFERENCES, load
 
 GPU_STAGES = [
+    "verify_bounds",
     "lower_init_block",
     "lower_blocks",
     "inline_unit_loops",

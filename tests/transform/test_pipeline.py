@@ -36,6 +36,7 @@ from .programs import (
 )
 
 STAGE_NAMES = [
+    "verify_bounds",
     "lower_init_block",
     "lower_blocks",
     "inline_unit_loops",
@@ -101,13 +102,13 @@ def test_dump_dir_gets_one_file_per_stage(tmp_path):
     expected = ["mm.00_input.txt"] + [f"mm.{n:02d}_{s}.txt" for n, s in enumerate(STAGE_NAMES, 1)]
     assert names == expected
     assert "T.init()" in (tmp_path / "mm.00_input.txt").read_text()
-    assert "T.block" not in (tmp_path / "mm.02_lower_blocks.txt").read_text()
+    assert "T.block" not in (tmp_path / "mm.03_lower_blocks.txt").read_text()
 
 
 def test_dump_dir_defaults_to_config(tmp_path):
     with config.scope(dump_dir=tmp_path / "ir"):
         lower(IRModule({"main": ALL["vector_add"]().func}))
-    assert (tmp_path / "ir" / "main.06_flatten_buffers.txt").exists()
+    assert (tmp_path / "ir" / "main.07_flatten_buffers.txt").exists()
 
 
 def test_no_dump_without_dump_dir(tmp_path, monkeypatch):

@@ -33,7 +33,7 @@ from tilewright.runtime import loader
 from tilewright.runtime.loader import Loader
 from tilewright.target import Target
 from tilewright.target.tags import C_KIND, CUDA_KIND, METAL_KIND, OPENCL_KIND, KindSpec
-from tilewright.transform import Stage, cpu_stages, gpu_stages
+from tilewright.transform import Lowering, Stage, cpu_stages, gpu_stages
 
 CodeGenerator = Callable[[IRModule, Target], Artifact]
 Compiler = Callable[[Artifact, Target], Artifact]
@@ -55,7 +55,7 @@ class Backend:
     """
 
     kind: KindSpec
-    lowering: Callable[[Target], tuple[Stage, ...]]
+    lowering: Lowering
     printer: type[CLikePrinter]
     codegen: CodeGenerator
     compiler: Compiler

@@ -46,10 +46,13 @@ from tilewright.transform.device_kernels import Kernel, ThreadBindingError, find
 from tilewright.transform.flatten_buffers import flatten_buffers
 from tilewright.transform.inject_thread_sync import inject_thread_sync, sync_threads
 from tilewright.transform.inline_unit_loops import inline_unit_loops
+from tilewright.transform.instrument_bounds import instrument_bounds
 from tilewright.transform.lower_blocks import lower_blocks
 from tilewright.transform.lower_init_block import lower_init_block
 from tilewright.transform.lower_vectorized import is_aligned_ramp, lower_vectorized
+from tilewright.transform.pass_context import PassContext
 from tilewright.transform.pipeline import (
+    Lowering,
     Stage,
     StageLog,
     add_note,
@@ -63,12 +66,16 @@ from tilewright.transform.simplify import simplify
 from tilewright.transform.split_host_device import split_host_device
 from tilewright.transform.unroll_loops import unroll_loops
 from tilewright.transform.verify import LoweredFormError, verify_lowered
+from tilewright.transform.verify_bounds import OutOfBoundsError, verify_bounds
 from tilewright.transform.verify_gpu_code import GPUCodeError, verify_gpu_code
 
 __all__ = [
     "GPUCodeError",
     "Kernel",
     "LoweredFormError",
+    "Lowering",
+    "OutOfBoundsError",
+    "PassContext",
     "Stage",
     "StageLog",
     "add_note",
@@ -80,6 +87,7 @@ __all__ = [
     "flatten_buffers",
     "inject_thread_sync",
     "inline_unit_loops",
+    "instrument_bounds",
     "is_aligned_ramp",
     "lower_blocks",
     "lower_init_block",
@@ -91,6 +99,7 @@ __all__ = [
     "split_host_device",
     "sync_threads",
     "unroll_loops",
+    "verify_bounds",
     "verify_gpu_code",
     "verify_lowered",
 ]

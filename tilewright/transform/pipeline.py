@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 from tilewright import config
 from tilewright.ir import IRModule, PrimFunc
@@ -24,6 +25,7 @@ from tilewright.transform.compact_buffer_allocation import compact_buffer_alloca
 from tilewright.transform.flatten_buffers import flatten_buffers
 from tilewright.transform.inject_thread_sync import inject_thread_sync
 from tilewright.transform.inline_unit_loops import inline_unit_loops
+from tilewright.transform.instrument_bounds import instrument_bounds
 from tilewright.transform.lower_blocks import lower_blocks
 from tilewright.transform.lower_init_block import lower_init_block
 from tilewright.transform.lower_vectorized import lower_vectorized
@@ -33,6 +35,7 @@ from tilewright.transform.simplify import simplify
 from tilewright.transform.split_host_device import split_host_device
 from tilewright.transform.unroll_loops import unroll_loops
 from tilewright.transform.verify import verify_lowered
+from tilewright.transform.verify_bounds import verify_bounds
 from tilewright.transform.verify_gpu_code import verify_gpu_code
 
 logger = logging.getLogger(__name__)
@@ -47,6 +50,12 @@ class Stage:
 
     name: str
     run: Pass
+
+
+class Lowering(Protocol):
+    """A backend's lowering stages for a target: ``cpu_stages`` or ``gpu_stages``."""
+
+    def __call__(self, target: Target, *, bounds_check: bool = False) -> tuple[Stage, ...]: ...
 
 
 def add_note(err: BaseException, note: str) -> None:
@@ -117,15 +126,19 @@ class StageLog:
         path.write_text(body.rstrip("\n") + "\n")
 
 
-def cpu_stages(target: Target) -> tuple[Stage, ...]:
+def cpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ...]:
     """The lowering stages of a CPU target, in the order they run.
+
+    ``bounds_check`` adds ``instrument_bounds``: accesses not proven in range are checked
+    when the kernel runs (``tw.build(..., bounds_check=True)``).
 
     Example::
 
         >>> [s.name for s in cpu_stages(Target("c"))][:2]
-        ['lower_init_block', 'lower_blocks']
+        ['verify_bounds', 'lower_init_block']
     """
     return (
+        Stage("verify_bounds", verify_bounds),
         Stage("lower_init_block", lower_init_block),
         Stage("lower_blocks", lower_blocks),
         Stage("inline_unit_loops", inline_unit_loops),
@@ -133,16 +146,18 @@ def cpu_stages(target: Target) -> tuple[Stage, ...]:
         Stage("compact_buffer_allocation", compact_buffer_allocation),
         Stage("flatten_buffers", flatten_buffers),
         Stage("simplify", simplify),
+        *([Stage("instrument_bounds", instrument_bounds)] if bounds_check else []),
         Stage("remove_no_op", remove_no_op),
         Stage("verify", verify_lowered),
     )
 
 
-def gpu_stages(target: Target) -> tuple[Stage, ...]:
+def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ...]:
     """The lowering stages of a GPU target: shared and local buffers placed and shrunk,
     loops unrolled and vectorized, barriers inserted, the kernels checked against the target,
     and each function split into a host function and its kernels (the last stage returns a
-    module).
+    module). ``bounds_check`` adds ``instrument_bounds`` after the barriers are placed (so
+    that no check moves one).
 
     Example::
 
@@ -150,6 +165,7 @@ def gpu_stages(target: Target) -> tuple[Stage, ...]:
         ['verify_gpu_code', 'split_host_device', 'verify_split']
     """
     return (
+        Stage("verify_bounds", verify_bounds),
         Stage("lower_init_block", lower_init_block),
         Stage("lower_blocks", lower_blocks),
         Stage("inline_unit_loops", inline_unit_loops),
@@ -160,6 +176,7 @@ def gpu_stages(target: Target) -> tuple[Stage, ...]:
         Stage("simplify", simplify),
         Stage("lower_vectorized", lower_vectorized),
         Stage("inject_thread_sync", inject_thread_sync),
+        *([Stage("instrument_bounds", instrument_bounds)] if bounds_check else []),
         Stage("remove_no_op", remove_no_op),
         Stage("verify", verify_lowered),
         Stage("verify_gpu_code", partial(verify_gpu_code, target=target)),
