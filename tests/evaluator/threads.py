@@ -13,14 +13,15 @@ from tilewright.ir import Buffer, intrinsics
 
 from .blocks import BlockTranslator
 from .memory import np_dtype
+from .warps import WarpTranslator
 
 
 def is_shared(buffer: Buffer) -> bool:
     return buffer.scope.startswith("shared")
 
 
-class ThreadTranslator(BlockTranslator):
-    """Statements as one thread of a kernel executes them."""
+class ThreadTranslator(WarpTranslator, BlockTranslator):
+    """Statements as one thread of a kernel runs them (shuffles and allreduces: ``warps.py``)."""
 
     def prologue(self) -> None:
         self.emit("_tid = _t.id")
@@ -36,6 +37,8 @@ class ThreadTranslator(BlockTranslator):
         self.stmt(s.body)
 
     def barrier(self, intrinsic: intrinsics.Intrinsic) -> None:
+        if intrinsic is intrinsics.THREAD_ALLREDUCE:
+            raise TypeError("evaluator: tvm_thread_allreduce outside its reduce_scope attribute")
         self.emit(f"yield {self.constant(intrinsic)}")
 
     def launch(self, call: ir.Call) -> None:

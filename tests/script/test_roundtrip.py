@@ -270,6 +270,24 @@ def empty_loop_body() -> IRModule:
     return _one_buffer(lambda a: loop(var("i"), 4, seq()))
 
 
+def thread_allreduce_under_its_reducer() -> IRModule:
+    """TVM's lowered cross-thread reduction: an allreduce under its comm_reducer."""
+    from tilewright.ir import BufferLoad, intrinsics
+    from tilewright.ir.comm_reducer import standard_reducer
+
+    a = arg("A", (32,))
+    red = decl_buffer((1,), "float32", "red", "local")
+    t = var("t")
+    call = intrinsics.THREAD_ALLREDUCE.call(
+        IntImm(1, dtype("uint32")), BufferLoad(a[1], (t,)), TRUE, BufferLoad(red, (const(0),)), t
+    )
+    scope = intrinsics.REINTERPRET.call(IntImm(0, dtype("uint64")), dtype=dtype("handle"))
+    reducer = standard_reducer("max", dtype("float32"))
+    body = Allocate(red, AttrStmt(reducer, "reduce_scope", scope, Evaluate(call)))
+    kernel = loop(t, 32, body, ForKind.THREAD_BINDING, "threadIdx.x")
+    return IRModule({"main": PrimFunc((a[0],), kernel, (a,))})
+
+
 FIXTURES = {
     "vector_add_split": vector_add_split,
     "window_sum_shared": window_sum_shared,
@@ -290,6 +308,7 @@ FIXTURES = {
     "region_from_zero_to_a_variable": region_from_zero_to_a_variable,
     "vector_typed_variable": vector_let,
     "empty_loop_body": empty_loop_body,
+    "thread_allreduce_under_its_reducer": thread_allreduce_under_its_reducer,
     "allocate_followed_by_more_statements": _allocate_then_more,
 }
 

@@ -33,12 +33,14 @@ from .gpu_programs import REFERENCES, load
 
 GPU_STAGES = [
     "verify_bounds",
+    "lower_cross_thread_reduction",
     "lower_init_block",
     "lower_blocks",
     "inline_unit_loops",
     "plan_buffer_allocation",
     "compact_buffer_allocation",
     "flatten_buffers",
+    "lower_thread_allreduce",
     "unroll_loops",
     "simplify",
     "lower_vectorized",

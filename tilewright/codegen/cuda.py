@@ -142,9 +142,14 @@ class CUDAPrinter(DevicePrinter):
         ctype = _COPY_TYPES[size.value]
         self.emit(f"*({ctype}*)({self.expr_text(dst)}) = *(const {ctype}*)({self.expr_text(src)});")
 
+    def emit_shuffle_xor(self, e: Call) -> Expr:
+        mask, value, lane_mask, width = (self.expr_text(a) for a in e.args)
+        return Expr(f"__shfl_xor_sync({mask}, {value}, {lane_mask}, {width})")
+
     emitters: ClassVar[dict[Intrinsic, Emitter]] = {
         **DevicePrinter.emitters,
         intrinsics.ADDRESS_OF: lambda p, e: cast(CUDAPrinter, p).emit_address_of(e),
+        intrinsics.WARP_SHUFFLE_XOR: lambda p, e: cast(CUDAPrinter, p).emit_shuffle_xor(e),
     }
     statement_emitters: ClassVar[dict[Intrinsic, StatementEmitter]] = {
         **DevicePrinter.statement_emitters,

@@ -9,10 +9,12 @@ vector types (``packed_float4``), which need no more than the element's alignmen
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, cast
 
+from tilewright.codegen.c_like import Emitter, Expr
 from tilewright.codegen.device_printer import DevicePrinter, DeviceSource, print_kernels
-from tilewright.ir import Buffer, IRModule, PrimFunc, Var
+from tilewright.ir import Buffer, Call, IRModule, PrimFunc, Var, intrinsics
+from tilewright.ir.intrinsics import Intrinsic
 
 _TYPES = {
     "bool": "bool",
@@ -70,6 +72,17 @@ class MetalPrinter(DevicePrinter):
     def __init__(self) -> None:
         super().__init__()
         self.address_spaces: dict[Var, str] = {}
+
+    def emit_shuffle_xor(self, e: Call) -> Expr:
+        # A SIMD-group spans the warp: every lane takes part, so the mask and width (a power
+        # of two above every lane_mask used) need no spelling.
+        value, lane_mask = self.expr_text(e.args[1]), self.expr_text(e.args[2])
+        return Expr(f"simd_shuffle_xor({value}, (ushort){lane_mask})")
+
+    emitters: ClassVar[dict[Intrinsic, Emitter]] = {
+        **DevicePrinter.emitters,
+        intrinsics.WARP_SHUFFLE_XOR: lambda p, e: cast(MetalPrinter, p).emit_shuffle_xor(e),
+    }
 
     def declare_array(self, scope: str, ctype: str, name: str, count: int, buf: Buffer) -> str:
         self.address_spaces[buf.data] = self.scope_qualifiers[scope]

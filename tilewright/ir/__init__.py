@@ -2,6 +2,7 @@
 
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion, decl_buffer
+from tilewright.ir.comm_reducer import CommReducer
 from tilewright.ir.dtype import DataType, dtype
 from tilewright.ir.expr import (
     EQ,

@@ -153,6 +153,27 @@ LAUNCH_KERNEL = Intrinsic(
     min_args=8,
 )
 
+THREAD_ALLREDUCE = Intrinsic(
+    "tvm_thread_allreduce",
+    None,
+    ResultType.HANDLE,
+    Effect.BARRIER,
+    "(n, values x n, condition, results x n, *reduce thread variables): each thread stores in"
+    " its results the combination, by the comm_reducer of the enclosing reduce_scope attribute,"
+    " of the values of every thread that differs from it only in the reduce thread indices (a"
+    " thread whose condition is false brings the identity); every thread of the block calls it",
+    min_args=4,
+)
+WARP_SHUFFLE_XOR = Intrinsic(
+    "tw.warp_shuffle_xor",
+    4,
+    ResultType.SECOND_ARG,
+    Effect.BARRIER,
+    "(mask, value, lane_mask, width): value as lane (this lane ^ lane_mask) holds it; every lane"
+    " named in mask calls it together (__shfl_xor_sync)",
+)
+REINTERPRET = Intrinsic("reinterpret", 1, ResultType.GIVEN, doc="the argument's bits as a dtype")
+
 # The table: every intrinsic, once.
 INTRINSICS: tuple[Intrinsic, ...] = (
     *(_math(name, 1) for name in UNARY_MATH),
@@ -171,6 +192,9 @@ INTRINSICS: tuple[Intrinsic, ...] = (
     ADDRESS_OF,
     COPY_BYTES,
     LAUNCH_KERNEL,
+    THREAD_ALLREDUCE,
+    WARP_SHUFFLE_XOR,
+    REINTERPRET,
 )
 
 _BY_NAME: dict[str, Intrinsic] = {

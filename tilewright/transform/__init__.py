@@ -48,7 +48,15 @@ from tilewright.transform.inject_thread_sync import inject_thread_sync, sync_thr
 from tilewright.transform.inline_unit_loops import inline_unit_loops
 from tilewright.transform.instrument_bounds import instrument_bounds
 from tilewright.transform.lower_blocks import lower_blocks
+from tilewright.transform.lower_cross_thread_reduction import (
+    CrossThreadReductionError,
+    lower_cross_thread_reduction,
+)
 from tilewright.transform.lower_init_block import lower_init_block
+from tilewright.transform.lower_thread_allreduce import (
+    ThreadAllreduceError,
+    lower_thread_allreduce,
+)
 from tilewright.transform.lower_vectorized import is_aligned_ramp, lower_vectorized
 from tilewright.transform.pass_context import PassContext
 from tilewright.transform.pipeline import (
@@ -70,6 +78,7 @@ from tilewright.transform.verify_bounds import OutOfBoundsError, verify_bounds
 from tilewright.transform.verify_gpu_code import GPUCodeError, verify_gpu_code
 
 __all__ = [
+    "CrossThreadReductionError",
     "GPUCodeError",
     "Kernel",
     "LoweredFormError",
@@ -78,6 +87,7 @@ __all__ = [
     "PassContext",
     "Stage",
     "StageLog",
+    "ThreadAllreduceError",
     "add_note",
     "cpu_stages",
     "gpu_stages",
@@ -90,8 +100,10 @@ __all__ = [
     "instrument_bounds",
     "is_aligned_ramp",
     "lower_blocks",
+    "lower_cross_thread_reduction",
     "lower_init_block",
     "lower_module",
+    "lower_thread_allreduce",
     "lower_vectorized",
     "plan_buffer_allocation",
     "remove_no_op",

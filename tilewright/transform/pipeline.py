@@ -27,7 +27,9 @@ from tilewright.transform.inject_thread_sync import inject_thread_sync
 from tilewright.transform.inline_unit_loops import inline_unit_loops
 from tilewright.transform.instrument_bounds import instrument_bounds
 from tilewright.transform.lower_blocks import lower_blocks
+from tilewright.transform.lower_cross_thread_reduction import lower_cross_thread_reduction
 from tilewright.transform.lower_init_block import lower_init_block
+from tilewright.transform.lower_thread_allreduce import lower_thread_allreduce
 from tilewright.transform.lower_vectorized import lower_vectorized
 from tilewright.transform.plan_buffer_allocation import plan_buffer_allocation
 from tilewright.transform.remove_no_op import remove_no_op
@@ -153,7 +155,8 @@ def cpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
 
 
 def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ...]:
-    """The lowering stages of a GPU target: shared and local buffers placed and shrunk,
+    """The lowering stages of a GPU target: reductions across threads made allreduces (warp
+    shuffles, shared memory), shared and local buffers placed and shrunk,
     loops unrolled and vectorized, barriers inserted, the kernels checked against the target,
     and each function split into a host function and its kernels (the last stage returns a
     module). ``bounds_check`` adds ``instrument_bounds`` after the barriers are placed (so
@@ -166,12 +169,16 @@ def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
     """
     return (
         Stage("verify_bounds", verify_bounds),
+        # A reduction over threadIdx-bound loops becomes an allreduce while blocks remain.
+        Stage("lower_cross_thread_reduction", lower_cross_thread_reduction),
         Stage("lower_init_block", lower_init_block),
         Stage("lower_blocks", lower_blocks),
         Stage("inline_unit_loops", inline_unit_loops),
         Stage("plan_buffer_allocation", plan_buffer_allocation),
         Stage("compact_buffer_allocation", compact_buffer_allocation),
         Stage("flatten_buffers", flatten_buffers),
+        # Its shared buffers are flat and sized: after the allocation passes, before barriers.
+        Stage("lower_thread_allreduce", partial(lower_thread_allreduce, target=target)),
         Stage("unroll_loops", unroll_loops),
         Stage("simplify", simplify),
         Stage("lower_vectorized", lower_vectorized),

@@ -7,6 +7,7 @@ import math
 
 from tilewright.ir import intrinsics, op
 from tilewright.ir.buffer import Buffer, BufferRegion
+from tilewright.ir.comm_reducer import CommReducer
 from tilewright.ir.dtype import int32
 from tilewright.ir.expr import (
     EQ,
@@ -224,10 +225,24 @@ class ExprPrinter:
             text = tirx_call(self, e)
             if text is not None:
                 return text, ATOM
+        if intrinsics.THREAD_ALLREDUCE.matches(e) and e.dtype.is_handle:
+            return f"T.tvm_thread_allreduce({self.args(*args)})", ATOM
+        if intrinsics.REINTERPRET.matches(e) and len(args) == 1:
+            return f"T.reinterpret({self.expr(args[0])}, dtype={string(str(e.dtype))})", ATOM
         if _reparses_as_intrinsic(e):
             return f"T.{e.op}({self.args(*args)})", ATOM
         head = f"{string(str(e.dtype))}, {string(e.op)}"
         return f"T.call_intrin({', '.join([head, *(self.expr(a) for a in args)])})", ATOM
+
+    def expr_CommReducer(self, r: CommReducer) -> tuple[str, int]:
+        # The lambda's parameters are named in a scope of their own.
+        self.namer.push()
+        params = [self.define_var(v) for v in (*r.lhs, *r.rhs)]
+        results = [self.expr(x) for x in r.result]
+        self.namer.pop()
+        body = results[0] if len(results) == 1 else f"({', '.join(results)})"
+        identity = ", ".join(self.expr(i) for i in r.identity)
+        return f"T.comm_reducer(lambda {', '.join(params)}: {body}, [{identity}])", ATOM
 
     def expr_Buffer(self, buffer: Buffer) -> tuple[str, int]:
         return self.buffer(buffer), ATOM

@@ -8,6 +8,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from tilewright.ir.buffer import Buffer
+from tilewright.ir.comm_reducer import CommReducer
 from tilewright.ir.expr import Let, Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import Visitor
@@ -122,6 +123,12 @@ class _Definitions(Visitor):
         for var in scope.vars:
             self.define(var)
         self.generic_visit(scope)
+
+    def visit_CommReducer(self, reducer: CommReducer) -> None:
+        # `lambda x, y: x + y` defines its parameters.
+        for var in (*reducer.lhs, *reducer.rhs):
+            self.define(var)
+        self.generic_visit(reducer)
 
     def visit_Let(self, let: Let) -> None:
         self.define(let.var)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import inspect
 import operator
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -385,6 +386,9 @@ class ExpressionEvaluator:
                 out[self.eval(key)] = self.eval(value)
         return out
 
+    def visit_Lambda(self, node: ast.Lambda) -> object:
+        return ScriptLambda(self, node)
+
     def visit_JoinedStr(self, node: ast.JoinedStr) -> object:
         parts = []
         for value in node.values:
@@ -405,3 +409,26 @@ def _argument_node(call: ast.Call, err: Exception) -> ast.AST:
 
 
 _UNBOUND = object()
+
+
+class ScriptLambda:
+    """A script's ``lambda x, y: x + y``: called with values (IR variables), it evaluates its
+    body with its parameters bound to them (``T.comm_reducer`` reads its parameter names)."""
+
+    def __init__(self, evaluator: ExpressionEvaluator, node: ast.Lambda) -> None:
+        spec = node.args
+        if spec.vararg or spec.kwarg or spec.kwonlyargs or spec.defaults or spec.posonlyargs:
+            raise evaluator.error(node, "a script lambda takes plain positional parameters")
+        self.evaluator = evaluator
+        self.node = node
+        self.params = [a.arg for a in spec.args]
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        self.__signature__ = inspect.Signature([inspect.Parameter(n, kind) for n in self.params])
+
+    def __call__(self, *values: object) -> object:
+        if len(values) != len(self.params):
+            raise TypeError(f"the lambda takes {len(self.params)} arguments, got {len(values)}")
+        with self.evaluator.scope.nested():
+            for name, value in zip(self.params, values):
+                self.evaluator.scope.define(name, value)
+            return self.evaluator.eval(self.node.body)

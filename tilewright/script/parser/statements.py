@@ -151,6 +151,10 @@ class StatementParser(ExpressionEvaluator):
             return None
         if isinstance(value, EnclosingDirective):
             return Wrap(value.enclose(None)[1])
+        if isinstance(value, AttrFrame):
+            # TVM prints `T.attr(node, key, value)` bare: the rest of the body is its body.
+            frame = value
+            return Wrap(lambda body: AttrStmt(frame.node, frame.key, frame.value, body))
         if isinstance(value, Stmt):
             return value
         if isinstance(value, PrimExpr):

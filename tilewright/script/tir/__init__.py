@@ -99,6 +99,7 @@ from tilewright.script.tir.exprs import (
     truncmod,
 )
 from tilewright.script.tir.loops import grid, parallel, serial, thread_binding, unroll, vectorized
+from tilewright.script.tir.reductions import comm_reducer, reinterpret, tvm_thread_allreduce
 
 __all__ = [name for name in dir() if not name.startswith("_") and name != "re"]
 
