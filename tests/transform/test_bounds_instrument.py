@@ -7,14 +7,33 @@ from functools import partial
 
 import numpy as np
 import pytest
-from evaluator import run, run_module
+from evaluator import run, run_kernel, run_module
 
 import tilewright as tw
 from tilewright.backend import lowering_stages
 from tilewright.demo import blocking_with_shared, cpu_schedule, matmul_module
-from tilewright.ir import IRModule, PrimFunc, assert_structural_equal
+from tilewright.ir import (
+    Buffer,
+    BufferLoad,
+    BufferStore,
+    For,
+    ForKind,
+    IfThenElse,
+    IntImm,
+    IRModule,
+    LetStmt,
+    PrimFunc,
+    SeqStmt,
+    Var,
+    assert_structural_equal,
+    const,
+    decl_buffer,
+    dtype,
+    intrinsics,
+    seq,
+)
 from tilewright.script import tir as T
-from tilewright.transform import Stage, instrument_bounds, lower_module
+from tilewright.transform import Stage, instrument_bounds, lower_module, sync_threads
 from tilewright.transform.instrument_bounds import CHECKS_ATTR
 
 
@@ -175,3 +194,56 @@ def _block_gather(
         with T.block("B"):
             vi = T.axis.spatial(256, i)
             B[vi] = A[idx[vi]]
+
+
+def _kernel(body_of, *buffers: Buffer) -> PrimFunc:
+    # One warp (32 threads of threadIdx.x) around body_of(tx).
+    tx = Var("tx", dtype("int32"))
+    params = tuple(Var(b.name, dtype("handle")) for b in buffers)
+    loop = For(
+        tx, const(0), const(32), ForKind.THREAD_BINDING, body_of(tx), thread_tag="threadIdx.x"
+    )
+    return PrimFunc(params, loop, tuple(zip(params, buffers))).with_attr("global_symbol", "main")
+
+
+def test_a_barrier_call_is_never_skipped_its_loads_read_element_0():
+    # Every lane must reach a warp shuffle: a lane with a bad index still calls it.
+    A, idx, B = (decl_buffer((32,), dt, name) for dt, name in
+                 (("float32", "A"), ("int32", "idx"), ("float32", "B")))  # fmt: skip
+
+    def body(tx: Var) -> BufferStore:
+        load = BufferLoad(A, (BufferLoad(idx, (tx,)),))
+        value = intrinsics.WARP_SHUFFLE_XOR.call(IntImm(-1, dtype("uint32")), load, const(1),
+                                                 const(32))  # fmt: skip
+        return BufferStore(B, value, (tx,))
+
+    checked = instrument_bounds(_kernel(body, A, idx, B))
+    loop = checked.body
+    assert isinstance(loop, For) and isinstance(loop.body, SeqStmt)
+    record, call = loop.body.seq
+    assert isinstance(record, IfThenElse) and isinstance(call, LetStmt)  # not under the check
+    a = np.arange(32, dtype="float32") + 1
+    bad = np.arange(32, dtype="int32")
+    bad[3] = 99
+    got = run_kernel(checked, a, bad, np.zeros(32, "float32"), _errors(checked)).arrays
+    assert list(got[3]) == [1, 99]
+    want = a[np.arange(32) ^ 1]
+    want[2] = a[0]  # lane 3 read element 0 instead of A[99]
+    np.testing.assert_array_equal(got[2], want)
+
+
+def test_an_if_around_a_barrier_is_kept_with_its_condition_clamped():
+    A, idx, B = (decl_buffer((32,), dt, name) for dt, name in
+                 (("float32", "A"), ("int32", "idx"), ("float32", "B")))  # fmt: skip
+
+    def body(tx: Var) -> IfThenElse:
+        flag = BufferLoad(A, (BufferLoad(idx, (const(0),)),))
+        return IfThenElse(flag > const(0.0), seq(sync_threads(), BufferStore(B, A[tx], (tx,))))
+
+    checked = instrument_bounds(_kernel(body, A, idx, B))
+    loop = checked.body
+    assert isinstance(loop, For) and isinstance(loop.body, SeqStmt)
+    record, kept = loop.body.seq
+    assert isinstance(record, IfThenElse) and isinstance(kept, IfThenElse)
+    assert isinstance(kept.then_case, SeqStmt)
+    assert intrinsics.SYNC_THREADS.matches(kept.then_case.seq[0])

@@ -5,7 +5,7 @@ analyzer cannot prove inside ``[0, extent)`` of its (flat) buffer gets a check; 
 with checks runs only when they pass::
 
     # before                        # after
-    B[i] = A[idx[i]]                if 0 <= idx[i] and idx[i] < 1024:
+    B[i] = A[idx[i]]                if idx[i] >= 0 and idx[i] < 1024:
                                         B[i] = A[idx[i]]
                                     else:
                                         bounds_errors[0] = T.int64(1)
@@ -21,8 +21,8 @@ call when a record is set (``tilewright.runtime.bounds``).
 Checks run in evaluation order, nested so that a check's own loads (``idx[i]`` above) were
 checked first; a load guarded by ``if_then_else``/``&&``/``||`` is checked under its guard
 (``guarded_loads``). A statement containing a barrier-like call (every thread must reach
-it) is not skipped: its loads read element 0 instead of an out-of-range one, and only the
-store is skipped.
+it), or a loop, ``if`` or ``let`` around one, is not skipped: its loads read element 0
+instead of an out-of-range one, and only a store is skipped.
 
 The function's ``tw.bounds_checks`` attribute lists the checks, in record order, as tuples
 ``(buffer, kernel, index, extent, shape)``: the buffer's name, the kernel it runs in (empty
@@ -50,6 +50,7 @@ from tilewright.ir import (
     IntImm,
     LetStmt,
     Mutator,
+    Node,
     PrimExpr,
     PrimFunc,
     Ramp,
@@ -127,7 +128,7 @@ def _compact_shape(buffer: Buffer) -> tuple[int, ...]:
     return tuple(d.value for d in buffer.shape if isinstance(d, IntImm))
 
 
-def _has_barrier(expr: PrimExpr) -> bool:
+def _has_barrier(tree: Node) -> bool:
     found = False
 
     def visit(node: object) -> None:
@@ -136,7 +137,7 @@ def _has_barrier(expr: PrimExpr) -> bool:
             intrinsic = intrinsics.lookup_or_none(node.op)
             found = found or (intrinsic is not None and intrinsic.effect is Effect.BARRIER)
 
-    post_order_visit(expr, visit)
+    post_order_visit(tree, visit)
     return found
 
 
@@ -174,6 +175,10 @@ class _Instrumenter(Mutator):
         self.analyzer.bind(loop.loop_var, Range(loop.min, loop.extent))
         body = self.visit(loop.body)
         self.kernel = outer
+        if checks and _has_barrier(body):
+            clamp = _Clamp(self)
+            kept = loop.replace(min=clamp.visit(loop.min), extent=clamp.visit(loop.extent))
+            return self.recorded(checks, kept.replace(body=body))
         return self.guarded(loop.replace(body=body), checks)
 
     def visit_IfThenElse(self, stmt: IfThenElse) -> Stmt:
@@ -184,13 +189,19 @@ class _Instrumenter(Mutator):
         if stmt.else_case is not None:
             with self.analyzer.constraint_scope(op.logical_not(stmt.condition)):
                 other = self.visit(stmt.else_case)
-        return self.guarded(stmt.replace(then_case=then, else_case=other), checks)
+        kept = stmt.replace(then_case=then, else_case=other)
+        if checks and _has_barrier(kept):
+            return self.recorded(checks, kept.replace(condition=_Clamp(self).visit(stmt.condition)))
+        return self.guarded(kept, checks)
 
     def visit_LetStmt(self, stmt: LetStmt) -> Stmt:
         checks = self.checks_of((stmt.value,))
         if not guarded_loads(stmt.value):
             self.analyzer.bind(stmt.var, stmt.value)
         body = self.visit(stmt.body)
+        if checks and _has_barrier(body):
+            value = _Clamp(self).visit(stmt.value)
+            return self.recorded(checks, stmt.replace(value=value, body=body))
         return self.guarded(stmt.replace(body=body), checks)
 
     def visit_BufferStore(self, store: BufferStore) -> Stmt:
@@ -293,12 +304,17 @@ class _Instrumenter(Mutator):
             stmt = IfThenElse(check.passes, stmt, self.report(check))
         return stmt
 
-    def clamped(self, stmt: Stmt, checks: list[_Check], own: _Check | None) -> Stmt:
-        """``stmt`` run by every thread (it holds a barrier): failures are recorded first,
-        out-of-range loads read element 0 instead and only the store itself is skipped."""
+    def recorded(self, checks: list[_Check], stmt: Stmt) -> Stmt:
+        """The first failing check recorded, then ``stmt`` whatever happened: for statements
+        that every thread must run because they hold a barrier (their loads are clamped)."""
         record: Stmt | None = None
         for check in reversed(checks):
             record = IfThenElse(op.logical_not(check.passes), self.report(check), record)
+        return seq(record, stmt)
+
+    def clamped(self, stmt: Stmt, checks: list[_Check], own: _Check | None) -> Stmt:
+        """``stmt`` run by every thread (it holds a barrier): failures are recorded first,
+        out-of-range loads read element 0 instead and only the store itself is skipped."""
         clamp = _Clamp(self)
         if isinstance(stmt, BufferStore):
             value = clamp.visit(stmt.value)
@@ -312,7 +328,7 @@ class _Instrumenter(Mutator):
             body: Stmt = LetStmt(kept, value, store)
         else:
             body = clamp.visit(stmt)
-        return seq(record, body)
+        return self.recorded(checks, body)
 
 
 class _Clamp(Mutator):
