@@ -9,7 +9,8 @@ tests can afford hundreds of programs, and then executed:
 - ``statements.py``: the one statement translator (loops, lets, stores, allocations, effects);
 - ``blocks.py``: the block layer (iterator bindings, predicates, init blocks, buffer views);
 - ``threads.py``: the GPU layer (thread indices, barriers, shared and local memory);
-- ``memory.py``: storage, bounds checks, byte copies and the shared-memory race checks;
+- ``memory.py``: storage, bounds checks, byte copies, and the watched arrays several threads see;
+- ``races.py``: the race detector of a launch, on global and shared memory alike;
 - ``machine.py``: compilation, the lockstep scheduler of a block's threads, the entry points.
 
 Example::
@@ -21,6 +22,14 @@ Example::
 """
 
 from .machine import BarrierDivergence, KernelRun, run, run_kernel, run_module
-from .memory import SharedMemoryRace
+from .races import DataRace, SharedMemoryRace
 
-__all__ = ["BarrierDivergence", "KernelRun", "SharedMemoryRace", "run", "run_kernel", "run_module"]
+__all__ = [
+    "BarrierDivergence",
+    "DataRace",
+    "KernelRun",
+    "SharedMemoryRace",
+    "run",
+    "run_kernel",
+    "run_module",
+]

@@ -3,7 +3,9 @@ thread blocks whose threads run in lockstep between barriers; the entry points t
 
 Every thread of a block is a generator (``threads.py``); each phase runs every thread up to
 its next barrier, and the next phase starts when all of them wait there. A block whose threads
-do not all reach a barrier raises ``BarrierDivergence``.
+do not all reach a barrier raises ``BarrierDivergence``. A kernel's arrays, and the shared
+arrays of its blocks, are watched for races: two threads of the launch touching one element,
+one of them writing, with no barrier between them raise ``DataRace`` (``races.py``).
 """
 
 from __future__ import annotations
@@ -23,10 +25,21 @@ from tilewright.ir import IntImm, IRModule, PrimFunc, Var, intrinsics
 
 from .blocks import BlockTranslator
 from .expressions import HELPERS
-from .memory import Block, address, allocate, check_lanes, copy_bytes, np_dtype, out_of_range
+from .memory import (
+    Block,
+    Watched,
+    address,
+    allocate,
+    check_lanes,
+    copy_bytes,
+    np_dtype,
+    out_of_range,
+)
+from .races import DataRace, Launch
 from .statements import parameter_inputs
 from .threads import ThreadTranslator
 
+ORDERING = {intrinsics.SYNC_THREADS, intrinsics.CTA_SYNC}  # the barriers of a whole block
 TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
 _RUNTIME = {
     "_oob": out_of_range,
@@ -102,38 +115,63 @@ class Machine:
         compiled.function(self, None, *compiled.arguments(values))
 
     def grid(self, kernel: PrimFunc, values: dict[Var, object], dims: list[int]) -> None:
-        """Runs ``kernel`` on a grid of ``dims[:3]`` blocks of ``dims[3:]`` threads."""
+        """Runs ``kernel`` on a grid of ``dims[:3]`` blocks of ``dims[3:]`` threads, its arrays
+        watched for races (``races.py``)."""
         compiled = compile_function(kernel, True)
-        args = compiled.arguments(values)
         extents = dict(zip(TAGS, dims))
         grid, threads = dims[:3], dims[3:]
-        for bz, by, bx in itertools.product(*(range(n) for n in reversed(grid))):
-            block = Block()
+        launch = Launch(grid, threads)
+        args = watch_arrays(kernel, launch, compiled.inputs, compiled.arguments(values))
+        blocks = itertools.product(*(range(n) for n in reversed(grid)))
+        for number, (bz, by, bx) in enumerate(blocks):
+            launch.begin_block(number)
+            block = Block(launch)
             running: list[Iterator[intrinsics.Intrinsic]] = []
             for tz, ty, tx in itertools.product(*(range(n) for n in reversed(threads))):
                 index = dict(zip(TAGS, (bx, by, bz, tx, ty, tz)))
                 thread = Thread(block, len(running), index, extents)
                 running.append(compiled.function(self, thread, *args))
-            self.lockstep(running, block)
+            self.lockstep(running, launch)
             self.shared = {array.name: array.data for array in block.shared.values()}
+        launch.check()
 
-    def lockstep(self, threads: list[Iterator[intrinsics.Intrinsic]], block: Block) -> None:
+    def lockstep(self, threads: list[Iterator[intrinsics.Intrinsic]], launch: Launch) -> None:
         while True:
             waiting = finished = 0
-            for thread in threads:
-                barrier = next(thread, None)
+            # The phase's barriers, counted by runs of one intrinsic (hashing one is slow).
+            last, run, ordered = None, 0, True
+            for number, thread in enumerate(threads):
+                launch.turn(number)
+                try:
+                    barrier = next(thread, None)
+                except Exception as error:
+                    # What the thread computed from a racing access may be what failed.
+                    try:
+                        launch.check()
+                    except DataRace as race:
+                        raise race from error
+                    raise
                 if barrier is None:
                     finished += 1
-                else:
-                    waiting += 1
-                    self.effects[barrier] += 1
+                    continue
+                waiting += 1
+                if barrier is not last:
+                    if last is not None:
+                        self.effects[last] += run
+                    last, run = barrier, 0
+                    ordered = ordered and barrier in ORDERING
+                run += 1
+            if last is not None:
+                self.effects[last] += run
             if waiting and finished:
                 raise BarrierDivergence(
                     f"{waiting} threads wait at a barrier that {finished} threads never reach"
                 )
             if not waiting:
                 return
-            block.phase += 1
+            # Shuffles and allreduces exchange values; only barriers order memory accesses.
+            if ordered:
+                launch.barrier()
 
     # -- called by the generated code ----------------------------------------------------------
     def launch(self, name: str, *args: object) -> None:
@@ -160,6 +198,52 @@ class KernelRun:
     arrays: list[np.ndarray]
     effects: Counter[intrinsics.Intrinsic]
     shared: dict[str, np.ndarray]
+
+
+@functools.lru_cache(maxsize=64)
+def written_data(kernel: PrimFunc) -> frozenset[Var]:
+    """The data variables ``kernel`` may write: stored to, handed to an effectful call (a byte
+    copy's address), or viewed by a matched buffer."""
+    found: set[Var] = set()
+
+    def loads(node: object) -> None:
+        if isinstance(node, ir.BufferLoad):
+            found.add(node.buffer.data)
+
+    def visit(node: object) -> None:
+        if isinstance(node, ir.BufferStore):
+            found.add(node.buffer.data)
+        elif isinstance(node, ir.Call):
+            intrinsic = intrinsics.lookup_or_none(node.op)
+            if intrinsic is not None and intrinsic.effect is not intrinsics.Effect.PURE:
+                ir.post_order_visit(node.args, loads)
+            if intrinsic is intrinsics.ADDRESS_OF:
+                loads(node.args[0])
+        elif isinstance(node, ir.Block):
+            found.update(match.source.buffer.data for match in node.match_buffers)
+
+    ir.post_order_visit(kernel.body, visit)
+    return frozenset(found)
+
+
+def watch_arrays(
+    kernel: PrimFunc, launch: Launch, inputs: tuple[Var, ...], args: list[object]
+) -> list[object]:
+    """``args`` with each array the kernel may write watched by ``launch`` under its buffer's
+    name. An array no thread writes cannot race; one passed twice is watched once."""
+    names = {buffer.data: buffer.name for _, buffer in kernel.buffer_map}
+    written = written_data(kernel)
+    watched: dict[int, Watched | None] = {
+        id(value): None for var, value in zip(inputs, args) if var in written
+    }
+    result = []
+    for var, value in zip(inputs, args):
+        if isinstance(value, np.ndarray) and id(value) in watched:
+            if watched[id(value)] is None:
+                watched[id(value)] = launch.watch(value, names.get(var, var.name))
+            value = watched[id(value)]
+        result.append(value)
+    return result
 
 
 def bind_arguments(func: PrimFunc, args: tuple[object, ...]) -> tuple[dict[Var, object], list]:

@@ -1,29 +1,21 @@
 """Storage the evaluated code reads and writes: flat numpy arrays, byte addresses, byte copies,
-and the shared arrays of a thread block, which catch races between its threads.
-
-Shared memory keeps, per element, which thread last wrote it and read it and in which phase (a
-phase ends at a barrier). A thread that reads an element another thread wrote in the same
-phase, or writes one another thread read, gets (or leaves) NaN: a missing barrier shows up as a
-wrong result whatever order the threads run in. Where there is no NaN to leave (integers, byte
-copies) the race raises ``SharedMemoryRace``.
+and the shared arrays of a thread block. What several threads see (a launch's global arrays, a
+block's shared ones) is ``races.Watched``: its accesses are checked for races.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tilewright.ir import DataType
 
-SEVERAL = -2  # the reader of an element that several threads read in this phase
+if TYPE_CHECKING:
+    from .races import AccessLog, Launch
+
 Value = Any  # what evaluated code computes: a Python or numpy scalar, or an array of lanes
-Offset = int | np.ndarray  # an element, or one element per lane
-
-
-class SharedMemoryRace(AssertionError):
-    """Two threads of a block touched one shared element in a phase, one of them writing."""
 
 
 def np_dtype(dt: DataType) -> np.dtype:
@@ -51,12 +43,14 @@ class Address:
 
     memory: np.ndarray  # uint8 view of the storage
     offset: int
-    shared: SharedArray | None = None
-    thread: int = 0
+    watched: Watched | None = None  # the storage, where other threads see it
 
 
-def address(storage: np.ndarray, index: int) -> Address:
-    return Address(storage.view(np.uint8), int(index) * storage.itemsize)
+def address(storage: np.ndarray | Watched | WatchedView, index: int) -> Address:
+    if isinstance(storage, np.ndarray):
+        return Address(storage.view(np.uint8), int(index) * storage.itemsize)
+    root = storage.root if isinstance(storage, WatchedView) else storage
+    return Address(root.data.view(np.uint8), int(index) * storage.itemsize, root)
 
 
 def copy_bytes(dst: Address, src: Address, nbytes: int) -> None:
@@ -66,91 +60,103 @@ def copy_bytes(dst: Address, src: Address, nbytes: int) -> None:
             raise AssertionError(f"misaligned {nbytes}-byte copy at byte {side.offset}")
         if not 0 <= side.offset <= side.memory.size - nbytes:
             out_of_range(side.offset + nbytes - 1, side.memory.size, "copy_bytes")
-    if src.shared is not None:
-        src.shared.read_bytes(src.offset, nbytes, src.thread)
-    if dst.shared is not None:
-        dst.shared.write_bytes(dst.offset, nbytes, dst.thread)
+    if src.watched is not None:
+        src.watched.touch_bytes(src.offset, nbytes, write=False)
+    if dst.watched is not None:
+        dst.watched.touch_bytes(dst.offset, nbytes, write=True)
     dst.memory[dst.offset : dst.offset + nbytes] = src.memory[src.offset : src.offset + nbytes]
 
 
-class Block:
-    """What the threads of one thread block share: the phase and the shared arrays."""
+class Watched:
+    """An array other threads see, whose accesses go to a ``races.AccessLog``: a global array
+    of a launch (the generated code indexes it as a plain array) or a block's shared array
+    (through ``load``, ``store`` and ``address``, as ``threads.py`` spells shared accesses)."""
 
-    def __init__(self) -> None:
-        self.phase = 0
-        self.shared: dict[str, SharedArray] = {}
+    __slots__ = ("data", "log", "name", "reads", "writes")
 
-    def shared_array(self, key: str, name: str, size: int, dtype: np.dtype) -> SharedArray:
-        """The block's array ``key``; the first thread to get here allocates it."""
-        if key not in self.shared:
-            self.shared[key] = SharedArray(self, name, size, dtype)
-        return self.shared[key]
-
-
-class SharedArray:
-    """One shared buffer of a block, with its race tables."""
-
-    def __init__(self, block: Block, name: str, size: int, dtype: np.dtype) -> None:
-        self.block = block
+    def __init__(self, data: np.ndarray, name: str, log: AccessLog) -> None:
+        self.data = data
         self.name = name
-        self.data = allocate(size, dtype)
-        self.bytes = self.data.view(np.uint8)
-        self.writer, self.write_phase, self.reader, self.read_phase = (
-            np.full(size, -1, dtype=np.int64) for _ in range(4)
-        )
+        self.log = log
+        self.reads, self.writes = log.reads, log.writes
 
-    def load(self, offset: Offset, thread: int) -> Value:
-        if isinstance(offset, np.ndarray):
-            values = self.data[offset]
-            raced = self._note_reads(offset, thread)
-            return self._poison(values, raced) if raced.any() else values
-        phase = self.block.phase
-        value = self.data[offset]
-        raced = self.write_phase[offset] == phase and self.writer[offset] != thread
-        if self.read_phase[offset] != phase:
-            self.read_phase[offset], self.reader[offset] = phase, thread
-        elif self.reader[offset] != thread:
-            self.reader[offset] = SEVERAL
-        return self._poison(value, True) if raced else value
+    @property
+    def itemsize(self) -> int:
+        return self.data.itemsize
 
-    def store(self, offset: Offset, value: Value, thread: int) -> None:
-        phase = self.block.phase
+    def __getitem__(self, offset: int | np.ndarray) -> Value:
         if isinstance(offset, np.ndarray):
-            raced = (self.read_phase[offset] == phase) & (self.reader[offset] != thread)
-            if raced.any():
-                value = self._poison(np.broadcast_to(value, offset.shape), raced)
-        elif self.read_phase[offset] == phase and self.reader[offset] != thread:
-            value = self._poison(value, True)
+            self.reads.extend(offset.tolist())
+        else:
+            self.reads.append(offset)
+        return self.data[offset]
+
+    def __setitem__(self, offset: int | np.ndarray, value: Value) -> None:
+        if isinstance(offset, np.ndarray):
+            self.writes.extend(offset.tolist())
+        else:
+            self.writes.append(offset)
         self.data[offset] = value
-        self.writer[offset], self.write_phase[offset] = thread, phase
+
+    # The thread argument of the shared spelling is redundant: the launch knows whose turn it is
+    # (``races.Launch.turn``) and marks the logs there.
+    def load(self, offset: int | np.ndarray, thread: int) -> Value:
+        return self[offset]
+
+    def store(self, offset: int | np.ndarray, value: Value, thread: int) -> None:
+        self[offset] = value
 
     def address(self, index: int, thread: int) -> Address:
-        return Address(self.bytes, int(index) * self.data.itemsize, self, thread)
+        return address(self, index)
 
-    def read_bytes(self, start: int, nbytes: int, thread: int) -> None:
-        if self._note_reads(self._elements(start, nbytes), thread).any():
-            raise SharedMemoryRace(f"{self.name}: a byte copy reads what another thread wrote")
+    def view(self, dtype: np.dtype) -> WatchedView:
+        """The storage as elements of another type (``bind_storage``'s views)."""
+        return WatchedView(self, dtype)
 
-    def write_bytes(self, start: int, nbytes: int, thread: int) -> None:
-        at, phase = self._elements(start, nbytes), self.block.phase
-        if np.any((self.read_phase[at] == phase) & (self.reader[at] != thread)):
-            raise SharedMemoryRace(f"{self.name}: a byte copy overwrites what another thread read")
-        self.writer[at], self.write_phase[at] = thread, phase
-
-    def _elements(self, start: int, nbytes: int) -> slice:
+    def touch_bytes(self, start: int, nbytes: int, write: bool) -> None:
+        """Logs a byte copy's access to bytes ``[start, start + nbytes)``."""
         size = self.data.itemsize
-        return slice(start // size, (start + nbytes - 1) // size + 1)
+        elements = range(start // size, (start + nbytes - 1) // size + 1)
+        (self.writes if write else self.reads).extend(elements)
 
-    def _note_reads(self, at: np.ndarray | slice, thread: int) -> np.ndarray:
-        """Records that ``thread`` read elements ``at``; which of them another thread wrote."""
-        phase = self.block.phase
-        raced = (self.write_phase[at] == phase) & (self.writer[at] != thread)
-        again = (self.read_phase[at] == phase) & (self.reader[at] != thread)
-        self.reader[at] = np.where(again, SEVERAL, thread)
-        self.read_phase[at] = phase
-        return raced
 
-    def _poison(self, values: Value, raced: Value) -> Value:
-        if self.data.dtype.kind != "f":
-            raise SharedMemoryRace(f"{self.name}: two threads race on an element in one phase")
-        return np.where(raced, np.nan, values).astype(self.data.dtype)[()]
+class WatchedView:
+    """A ``Watched`` array seen as another element type: accesses log the elements of the
+    storage they cover."""
+
+    __slots__ = ("data", "root")
+
+    def __init__(self, root: Watched, dtype: np.dtype) -> None:
+        self.root = root
+        self.data = root.data.view(dtype)
+
+    @property
+    def itemsize(self) -> int:
+        return self.data.itemsize
+
+    def __getitem__(self, offset: int | np.ndarray) -> Value:
+        self._touch(offset, write=False)
+        return self.data[offset]
+
+    def __setitem__(self, offset: int | np.ndarray, value: Value) -> None:
+        self._touch(offset, write=True)
+        self.data[offset] = value
+
+    def _touch(self, offset: int | np.ndarray, write: bool) -> None:
+        size = self.data.itemsize
+        for element in np.atleast_1d(offset).tolist():
+            self.root.touch_bytes(element * size, size, write)
+
+
+class Block:
+    """What the threads of one thread block share: their shared arrays, watched by the launch."""
+
+    def __init__(self, launch: Launch) -> None:
+        self.launch = launch
+        self.shared: dict[str, Watched] = {}
+
+    def shared_array(self, key: str, name: str, size: int, dtype: np.dtype) -> Watched:
+        """The block's array ``key``; the first thread to get here allocates it."""
+        if key not in self.shared:
+            self.shared[key] = self.launch.watch(allocate(size, dtype), name, shared=key)
+        return self.shared[key]

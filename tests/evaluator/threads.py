@@ -2,8 +2,8 @@
 
 The function becomes a generator: a thread-bound loop reads the thread's index (and checks its
 extent against the launch), a barrier yields, so that the machine can run a block's threads in
-lockstep, phase by phase. ``shared`` buffers exist once per block and every access to them
-goes through the race checks of ``memory.SharedArray``; ``local`` ones are allocated per thread.
+lockstep, phase by phase. ``shared`` buffers exist once per block, and their accesses go through
+``memory.Watched`` to the race checks (``races.py``); ``local`` ones are allocated per thread.
 """
 
 from __future__ import annotations

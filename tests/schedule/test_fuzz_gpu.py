@@ -1,6 +1,7 @@
 """Differential GPU fuzzing: random thread-bound schedules (block/thread binding, local and
 shared caches with cooperative fetch, vectorize, unroll, decompose_reduction) of small programs,
-built for OpenCL and run on PoCL, must compute what numpy computes."""
+built for OpenCL and run on PoCL, and run in the evaluator, which checks them for races, must
+compute what numpy computes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import random
 
 import numpy as np
 import pytest
-from evaluator import run
+from evaluator import run, run_module
 from gpu_fuzz_schedules import GPU_CORPUS, draw_schedule
 from schedule_checks import check_well_formed
 
@@ -101,7 +102,8 @@ def test_random_gpu_schedule_matches_numpy_on_opencl(case: int) -> None:
     print(drawn)
     check_well_formed(sch.mod["main"])
 
-    rt_mod = tw.build(sch.mod, target="opencl")
+    lowered = tw.lower(sch.mod, "opencl")
+    rt_mod = tw.build_lowered(lowered, target="opencl")
     source = rt_mod.imported_modules[0].get_source()
     if drawn.crosses_threads:
         assert "barrier(" in source, source
@@ -110,11 +112,14 @@ def test_random_gpu_schedule_matches_numpy_on_opencl(case: int) -> None:
     arrays = [*inputs[:-1], np.full_like(inputs[-1], np.nan)]
     args = [tw.nd.array(a, tw.opencl(0)) for a in arrays]
     rt_mod["main"](*args)
+    # The evaluator runs the same kernel thread by thread and raises DataRace on a race,
+    # which PoCL (running work-items one after another) would hide.
+    evaluated = run_module(lowered, "main", *arrays)
     want = program.reference(*arrays)
-    for arg, expected in zip(args, want):
-        np.testing.assert_allclose(
-            arg.numpy(), expected, rtol=1e-4, atol=1e-4, err_msg=f"seed={seed}\n{sch.trace}"
-        )
+    for arg, got, expected in zip(args, evaluated, want):
+        message = f"seed={seed}\n{sch.trace}"
+        np.testing.assert_allclose(arg.numpy(), expected, rtol=1e-4, atol=1e-4, err_msg=message)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, err_msg=message)
 
 
 def _matmul_with_a_shared_scalar() -> Schedule:
