@@ -97,4 +97,4 @@ def test_cuda_matches_numpy_on_gpu(name):
     rt_mod["main"](*args)
     np.testing.assert_allclose(args[-1].numpy(), expected, rtol=1e-5)
     timing = rt_mod.time_evaluator("main", tw.cuda(0), number=10)(*args)
-    assert 0 < timing.mean < 1.0
+    assert 0 < timing.mean < 60.0  # seconds (not ms); loose: gpu-check also runs it sanitized
