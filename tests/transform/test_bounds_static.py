@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from evaluator import run
 
 import tilewright as tw
-from tilewright.ir import PrimFunc
+from tilewright.ir import BufferStore, For, Mutator, PrimFunc, Stmt
 from tilewright.script import from_source
 from tilewright.script import tir as T
 from tilewright.transform import OutOfBoundsError, verify_bounds
@@ -54,6 +56,47 @@ def test_the_issue_matmul_is_refused_naming_buffer_index_and_ranges(extent):
     assert "reads B[vk, vj] out of bounds" in text and "dimension 0 of B" in text
     # Refused at the first lowering stage, before any code exists.
     assert info.value.__notes__ == ["while building 'main', stage verify_bounds"]
+
+
+def test_a_refusal_names_the_script_file_and_line():
+    text = _matmul(2048).script()  # printed text parses back with the same program
+    func = from_source(text, "matmul.py")
+    lines = text.splitlines()
+    store = "C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]"
+    line = next(n for n, t in enumerate(lines, 1) if t.strip() == store)
+    with pytest.raises(OutOfBoundsError) as info:
+        verify_bounds(func)
+    assert f"it is 2047 (matmul.py, line {line}: {store})\n" in str(info.value)
+
+
+@T.prim_func
+def _past_the_end(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32")):
+    for i in range(1025):
+        B[i] = A[i] + T.float32(1)
+
+
+def test_a_decorated_function_is_refused_at_its_line_in_the_python_file():
+    lines = Path(__file__).read_text().splitlines()
+    store = "B[i] = A[i] + T.float32(1)"
+    line = next(n for n, t in enumerate(lines, 1) if t.strip() == store)
+    with pytest.raises(OutOfBoundsError) as info:
+        verify_bounds(_past_the_end)
+    assert f"at i = 1024 it is 1024 ({__file__}, line {line}: {store})" in str(info.value)
+
+
+def test_a_program_without_spans_keeps_the_plain_message():
+    func = _func("for i in range(1030):\n    B[i % 1024] = A[i]", VEC)
+
+    class _Unspanned(Mutator):
+        def visit_BufferStore(self, store: BufferStore) -> Stmt:
+            return self.generic_visit(store).replace(span=None)
+
+        def visit_For(self, loop: For) -> Stmt:
+            return self.generic_visit(loop).replace(span=None)
+
+    with pytest.raises(OutOfBoundsError) as info:
+        verify_bounds(func.replace(body=_Unspanned().visit(func.body)))
+    assert str(info.value).endswith("allows [0, 1023]; at i = 1029 it is 1029")
 
 
 def test_a_refusal_is_an_index_error_and_happens_for_gpu_targets_too():

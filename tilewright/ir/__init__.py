@@ -51,6 +51,7 @@ from tilewright.ir.functor import (
 from tilewright.ir.module import IRModule
 from tilewright.ir.node import Node
 from tilewright.ir.op import cast, const, convert
+from tilewright.ir.span import Span
 from tilewright.ir.stmt import (
     Allocate,
     Attrs,

@@ -7,6 +7,7 @@ import enum
 from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.expr import PrimExpr, Range, Var
 from tilewright.ir.node import Node, node
+from tilewright.ir.span import Span
 
 # Annotations: (key, value) pairs sorted by key, so that equal dicts give equal nodes.
 AttrValue = int | float | str | bool | PrimExpr | tuple
@@ -42,6 +43,7 @@ class BufferStore(Stmt):
     buffer: Buffer
     value: PrimExpr
     indices: tuple[PrimExpr, ...]
+    span: Span | None = None
 
 
 class ForKind(enum.Enum):
@@ -66,6 +68,7 @@ class For(Stmt):
     body: Stmt
     thread_tag: str = ""
     annotations: Attrs = ()
+    span: Span | None = None
 
 
 class IterKind(enum.Enum):
@@ -104,6 +107,7 @@ class Block(Stmt):
     alloc_buffers: tuple[Buffer, ...] = ()
     match_buffers: tuple[MatchBufferRegion, ...] = ()
     annotations: Attrs = ()
+    span: Span | None = None
 
 
 @node

@@ -1,8 +1,9 @@
 """Structural equality and hashing of IR, modulo renaming of variables and buffers.
 
 Two trees are equal when they have the same node classes and field values, and their
-variables (and buffers) correspond one-to-one in order of first appearance; names are
-hints and take no part. The hash is stable across processes (it keys the compile cache).
+variables (and buffers) correspond one-to-one in order of first appearance; names and
+source positions (``span``) are hints and take no part. The hash is stable across
+processes (it keys the compile cache).
 """
 
 from __future__ import annotations
@@ -17,9 +18,17 @@ from tilewright.ir.dtype import DataType
 from tilewright.ir.expr import Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.node import Node
+from tilewright.ir.stmt import Block, BufferStore, For
 
-# Fields that are hints only and take no part in equality.
-_IGNORED = {Var: ("name",), Buffer: ("name",), PrimFunc: ("name",)}
+# Fields that are hints only and take no part in equality: names, and source positions.
+_IGNORED = {
+    Var: ("name",),
+    Buffer: ("name",),
+    PrimFunc: ("name",),
+    Block: ("span",),
+    For: ("span",),
+    BufferStore: ("span",),
+}
 
 
 @dataclass

@@ -12,8 +12,9 @@ loaded (data-dependent) indices or under conditions that cannot be evaluated are
 refused; ``tw.build(..., bounds_check=True)`` checks those at run time
 (``instrument_bounds``).
 
-The IR carries no source lines, so a message names the block, the access, the loops around
-it and the iteration that goes out of range.
+A message names the block, the access, the loops around it and the iteration that goes out
+of range, and the script line when the parser recorded one (the ``span`` of the innermost
+store, block or loop around the access).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from tilewright.ir import (
     PrimFunc,
     Ramp,
     Select,
+    Span,
     Sub,
     Var,
     Visitor,
@@ -93,6 +95,7 @@ class _Violation:
     value: int
     write: bool
     view: Buffer | None  # the match_buffer view the access was written through
+    span: Span | None  # the script line of the innermost statement around the access
 
     def describe(self) -> str:
         access = f"{self.buffer.name}[{', '.join(str(i) for i in self.indices)}]"
@@ -112,6 +115,7 @@ class _Violation:
             f"index {self.dim} ({index}) takes values in [{self.values[0]}, {self.values[1]}] "
             f"but dimension {self.dim} of {self.buffer.name} (shape ({shape})) allows "
             f"[0, {extent.value - 1}]; at {at} it is {self.value}"
+            + (f" ({self.span})" if self.span is not None else "")
         )
 
 
@@ -131,7 +135,8 @@ def verify_bounds(func: PrimFunc) -> PrimFunc:
         >>> verify_bounds(func)
         OutOfBoundsError: function main: block "C" reads A[vi, vk] out of bounds in loops
         i, j, k: index 1 (vk = k) takes values in [0, 2047] but dimension 1 of A (shape
-        (1024, 1024)) allows [0, 1023]; at i = 0, j = 0, k = 2047 it is 2047
+        (1024, 1024)) allows [0, 1023]; at i = 0, j = 0, k = 2047 it is 2047 (kernel.py,
+        line 7: C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj])
     """
     checker = _Checker()
     checker.visit(func.body)
@@ -157,6 +162,7 @@ class _Checker(Visitor):
         self.bindings: dict[Var, PrimExpr] = {}  # block iterator → its binding over loops
         self.guards: list[PrimExpr] = []
         self.block: str | None = None
+        self.span: Span | None = None  # of the innermost statement that has one
         self.views: dict[Buffer, BufferRegion] = {}
         self.violations: list[_Violation] = []
         self.seen: set[tuple[object, ...]] = set()
@@ -175,7 +181,9 @@ class _Checker(Visitor):
         else:
             self.unproven += 1
         self.loops.append(loop.loop_var)
+        saved, self.span = self.span, loop.span or self.span
         self.visit(loop.body)
+        self.span = saved
         self.loops.pop()
         if known:
             del self.ranges[loop.loop_var]
@@ -194,8 +202,9 @@ class _Checker(Visitor):
         self.enter_block(block, [], None)
 
     def enter_block(self, block: Block, values: list[PrimExpr], predicate: PrimExpr | None) -> None:
-        saved = (self.block, dict(self.bindings), len(self.guards), dict(self.views))
+        saved = (self.block, self.span, dict(self.bindings), len(self.guards), dict(self.views))
         self.block = block.name
+        self.span = block.span or self.span
         for iv, value in zip(block.iter_vars, values):
             self.bindings[iv.var] = value
         if predicate is not None and not _is_true(predicate):
@@ -214,7 +223,7 @@ class _Checker(Visitor):
             self.visit(block.init)
             del self.guards[len(self.guards) - len(first) :]
         self.visit(block.body)
-        self.block, self.bindings, depth, self.views = saved
+        self.block, self.span, self.bindings, depth, self.views = saved
         del self.guards[depth:]
 
     def visit_IfThenElse(self, stmt: IfThenElse) -> None:
@@ -236,10 +245,12 @@ class _Checker(Visitor):
         self.bindings.pop(stmt.var, None)
 
     def visit_BufferStore(self, store: BufferStore) -> None:
+        saved, self.span = self.span, store.span or self.span
         for index in store.indices:
             self.expr(index)
         self.expr(store.value)
         self.access(store.buffer, store.indices, None, write=True)
+        self.span = saved
 
     def visit_PrimExpr(self, expr: PrimExpr) -> None:
         # Expressions held by other statements (T.evaluate, attribute values).
@@ -314,6 +325,7 @@ class _Checker(Visitor):
                             value,
                             write,
                             view,
+                            self.span,
                         )
                     )
                 return

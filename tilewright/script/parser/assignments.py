@@ -105,7 +105,7 @@ class AssignmentParser(StatementParser):
                 f"cannot store a {stored.dtype} value into buffer {buffer.name} of "
                 f"{buffer.dtype}; expected {buffer.dtype} (cast with T.{buffer.dtype}(...))",
             )
-        return BufferStore(buffer, stored, tuple(exprs))
+        return BufferStore(buffer, stored, tuple(exprs), self.source.span(node))
 
     def _bind(
         self, target: ast.expr, value: object, node: ast.Assign | ast.AnnAssign

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from tilewright.ir.span import Span
+
 
 class ParseError(SyntaxError):
     """A script that cannot become IR.
@@ -83,14 +85,25 @@ class SourceMap:
         end_line = getattr(node, "end_lineno", lineno)
         end_col = getattr(node, "end_col_offset", col + 1)
         width = end_col - col if end_line == lineno else 1
-        text = self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
-        # Columns in the dedented snippet shift by the removed indentation on indented lines.
-        shift = self.col_offset if text.strip() else 0
+        text = self._line(lineno)
         return ParseError(
             message,
             self.filename,
             lineno + self.line_offset,
-            col + shift + 1,
+            col + self._shift(text) + 1,
             text,
             width,
         )
+
+    def span(self, node: ast.stmt) -> Span:
+        """Where statement ``node`` starts in the user's file, with that line's text."""
+        text = self._line(node.lineno)
+        column = node.col_offset + self._shift(text) + 1
+        return Span(self.filename, node.lineno + self.line_offset, column, text.strip())
+
+    def _line(self, lineno: int) -> str:
+        return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
+
+    def _shift(self, text: str) -> int:
+        # Columns in the dedented snippet shift by the removed indentation on indented lines.
+        return self.col_offset if text.strip() else 0

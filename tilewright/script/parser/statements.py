@@ -191,9 +191,17 @@ class StatementParser(ExpressionEvaluator):
                 self.scope.define(target.id, var)
                 self.loop_ranges[var] = Range(spec.min, spec.extent)
             body = self.parse_body(node.body)
+        span = self.source.span(node)
         for var, spec in reversed(list(zip(loop_vars, frame.loops))):
             body = For(
-                var, spec.min, spec.extent, spec.kind, body, spec.thread_tag, spec.annotations
+                var,
+                spec.min,
+                spec.extent,
+                spec.kind,
+                body,
+                spec.thread_tag,
+                spec.annotations,
+                span,
             )
         return body
 
@@ -248,6 +256,7 @@ class StatementParser(ExpressionEvaluator):
             tuple(builder.alloc_buffers),
             tuple(builder.match_buffers),
             attrs(builder.annotations),
+            self.source.span(node),
         )
         if builder.reads is None or builder.writes is None:
             from tilewright.arith.region import block_access_regions
