@@ -26,7 +26,7 @@ from tilewright.ir.stmt import BufferStore, Stmt
 from tilewright.ir.structural import structural_equal
 
 # The operators a reduction block's update may combine with, by name.
-_OPERATORS: dict[str, type[BinaryOp]] = {"sum": Add, "prod": Mul, "max": Max, "min": Min}
+OPERATORS: dict[str, type[BinaryOp]] = {"sum": Add, "prod": Mul, "max": Max, "min": Min}
 
 
 @node
@@ -71,7 +71,7 @@ def identity_of(kind: str, dt: DataType) -> PrimExpr:
 def standard_reducer(kind: str, dt: DataType) -> CommReducer:
     """The reducer of ``kind`` (sum, prod, max, min) on one value of dtype ``dt``."""
     x, y = Var("x", dt), Var("y", dt)
-    return CommReducer((x,), (y,), (_OPERATORS[kind](x, y),), (identity_of(kind, dt),))
+    return CommReducer((x,), (y,), (OPERATORS[kind](x, y),), (identity_of(kind, dt),))
 
 
 @dataclass(frozen=True)
@@ -120,15 +120,20 @@ def match_update(init: Stmt, body: Stmt) -> MatchedUpdate:
         )
     if _reads(init.value, body):
         raise ReducerMismatch(f"the init value reads {body.buffer.name}")
-    kind, value = _combiner(body)
+    kind, value = split_update(body)
     dt = body.value.dtype
     reducer = standard_reducer(kind, dt)
     return MatchedUpdate(kind, reducer, body, value, op.cast(init.value, dt))
 
 
-def _combiner(store: BufferStore) -> tuple[str, PrimExpr]:
+def split_update(store: BufferStore) -> tuple[str, PrimExpr]:
+    """``B[i] = B[i] op value`` (either operand order) → the op's name and ``value``;
+    ``ReducerMismatch`` when the store is no such update (rfactor shares this recogniser).
+
+    Example: ``split_update(C[i] = C[i] + A[i, k])`` is ``("sum", A[i, k])``.
+    """
     e = store.value
-    kinds = {cls: name for name, cls in _OPERATORS.items()}
+    kinds = {cls: name for name, cls in OPERATORS.items()}
     if type(e) in kinds:
         assert isinstance(e, BinaryOp)
         for own, other in ((e.a, e.b), (e.b, e.a)):

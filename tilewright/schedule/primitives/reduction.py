@@ -7,9 +7,10 @@ from tilewright.arith.region import block_access_regions
 from tilewright.arith.simplify import simplify
 from tilewright.ir import op
 from tilewright.ir.buffer import decl_buffer
-from tilewright.ir.expr import Add, And, BufferLoad, IntImm, Max, Min, Mul, PrimExpr, Range, Var
+from tilewright.ir.comm_reducer import OPERATORS, ReducerMismatch, split_update
+from tilewright.ir.expr import And, BufferLoad, IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
-from tilewright.ir.functor import collect_vars, post_order_visit, substitute
+from tilewright.ir.functor import collect_vars, substitute
 from tilewright.ir.stmt import (
     Block,
     BlockRealize,
@@ -21,7 +22,6 @@ from tilewright.ir.stmt import (
     Stmt,
     seq,
 )
-from tilewright.ir.structural import structural_equal
 from tilewright.schedule.dataflow import check_reduction_in_scope
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.tree import Site, rebuild, update, walk, with_child
@@ -152,22 +152,16 @@ def _conjuncts(cond: PrimExpr) -> list[PrimExpr]:
     return [cond]
 
 
-_COMBINERS = (Add, Mul, Max, Min)
-
-
 def _pattern(site: Site, block: Block) -> tuple[BufferStore, PrimExpr, type]:
     """``B[idx] = B[idx] <op> rhs`` with op one of +, *, max, min: the store, rhs and op."""
     body = block.body
-    if isinstance(body, BufferStore) and isinstance(body.value, _COMBINERS):
-        value = body.value
-        for mine, other in ((value.a, value.b), (value.b, value.a)):
-            if (
-                isinstance(mine, BufferLoad)
-                and mine.buffer is body.buffer
-                and structural_equal(mine.indices, body.indices)
-                and body.buffer not in {ld.buffer for ld in _loads(other)}
-            ):
-                return body, other, type(value)
+    if isinstance(body, BufferStore):
+        try:
+            kind, rhs = split_update(body)
+        except ReducerMismatch:
+            pass
+        else:
+            return body, rhs, OPERATORS[kind]
     raise ScheduleError(
         "rfactor",
         "reduction-pattern",
@@ -175,12 +169,6 @@ def _pattern(site: Site, block: Block) -> tuple[BufferStore, PrimExpr, type]:
         site.func,
         block,
     )
-
-
-def _loads(expr: PrimExpr) -> list[BufferLoad]:
-    found: list[BufferLoad] = []
-    post_order_visit(expr, lambda n: found.append(n) if isinstance(n, BufferLoad) else None)
-    return found
 
 
 def rfactor(loop_site: Site, factor_axis: int) -> tuple[PrimFunc, str]:
