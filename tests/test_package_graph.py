@@ -26,6 +26,7 @@ ORDER = (
     "backend",
     "tirx",
     "driver",
+    "meta_schedule",
     "demo",
 )
 # TVM-shaped namespaces that only re-export: they may import anything.

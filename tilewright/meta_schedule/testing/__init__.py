@@ -1,0 +1,1 @@
+"""Workloads and helpers for testing and benchmarking the auto-scheduler."""
