@@ -134,12 +134,13 @@ def test_instruction_checks_its_kind_and_arity() -> None:
 
 def test_decisions_are_kept_and_serialised() -> None:
     sch = Schedule(vector_add)
-    sch.get_block("C")
-    trace = sch.trace.with_decision(0, [4, 8])
-    assert trace.insts[0].decision == [4, 8]
-    assert sch.trace.insts[0].decision is None
-    assert trace.as_json()[1] == [[0, [4, 8]]]
-    assert Trace.from_json(json.dumps(trace.as_json())).insts[0].decision == [4, 8]
+    (i,) = sch.get_loops(sch.get_block("C"))
+    sch.sample_perfect_tile(i, 2, decision=[128, 8])
+    trace = sch.trace.with_decision(2, [256, 4])
+    assert trace.insts[2].decision == [256, 4]
+    assert sch.trace.insts[2].decision == [128, 8]
+    assert trace.as_json()[1] == [[2, [256, 4]]]
+    assert Trace.from_json(json.dumps(trace.as_json())).insts[2].decision == [256, 4]
 
 
 def test_replay_on_a_module_without_the_block_raises() -> None:

@@ -46,6 +46,7 @@ class BlockMethods:
             inputs: Sequence[object],
             attrs: Sequence[object],
             outputs: Sequence[Ref] = (),
+            decision: object = None,
         ) -> None: ...
 
         @overload
@@ -171,6 +172,9 @@ class BlockMethods:
 
             sch.compute_at(A_shared, i1)   # for ax0 in range(130): A_shared[...] = A[...]
         """
+        if self._state.mark_of(loop) is not None:
+            self._at_mark("compute_at", block, loop, preserve_unit_loops)
+            return
         target, site = self._block(block, "compute_at")
         loop_site = self._state.loop_site(loop, "compute_at")
         func = compute_location.compute_at(site, loop_site, bool(preserve_unit_loops))
@@ -187,11 +191,26 @@ class BlockMethods:
 
             sch.reverse_compute_at(C_local, j1)
         """
+        if self._state.mark_of(loop) is not None:
+            self._at_mark("reverse_compute_at", block, loop, preserve_unit_loops)
+            return
         target, site = self._block(block, "reverse_compute_at")
         loop_site = self._state.loop_site(loop, "reverse_compute_at")
         func = compute_location.reverse_compute_at(site, loop_site, bool(preserve_unit_loops))
         self._state.commit(site.func_name, func)
         self._record("reverse_compute_at", (target, loop), (bool(preserve_unit_loops),))
+
+    def _at_mark(self, primitive: str, block: BlockArg, mark: LoopRV, preserve: bool) -> None:
+        """``compute_at`` to a sampled location that is no loop: ``root`` leaves the block
+        where it is; ``inline`` inlines it (``compute_inline`` / ``reverse_compute_inline``)."""
+        target, site = self._block(block, primitive)
+        if self._state.mark_of(mark) == "inline":
+            if primitive == "compute_at":
+                func = inline.compute_inline(site)
+            else:
+                func = inline.reverse_compute_inline(site)
+            self._state.commit(site.func_name, func)
+        self._record(primitive, (target, mark), (bool(preserve),))
 
     # ---- inlining ------------------------------------------------------------------------
     def compute_inline(self, block: BlockArg) -> None:

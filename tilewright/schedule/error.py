@@ -57,6 +57,16 @@ RULES = {
         "moving a block's computation past another block must not change what either of them reads"
     ),
     "region-cover": "what a moved consumer reads per iteration must be written by then",
+    "decision": (
+        "a sampling decision fits its instruction: a perfect tile multiplies to the loop's "
+        "extent, a categorical decision indexes the candidates, a compute location is one "
+        "the block may move to"
+    ),
+    "constant-extent": "sample_perfect_tile needs a loop of constant extent",
+    "location-mark": (
+        "a compute location sampled as 'root' or 'inline' is only an argument of compute_at "
+        "and reverse_compute_at"
+    ),
     "param-buffer": "the buffer must be allocated in the function, not be a parameter",
     "reduction-block": "the block must be a reduction block (have an init)",
     "inline-body": (

@@ -20,6 +20,7 @@ class InstructionKind:
         attrs: parameters that hold plain values (strings, flags).
         outputs: ``"one"``, ``"many"`` (a list) or ``"none"``.
         pure: a query that changes nothing (dropped when its outputs are unused).
+        sampling: draws a random decision, which the trace records.
     """
 
     name: str
@@ -27,6 +28,7 @@ class InstructionKind:
     attrs: tuple[str, ...] = ()
     outputs: str = "none"
     pure: bool = False
+    sampling: bool = False
 
 
 # Every instruction kind, by the name traces use (the Schedule method's name).
@@ -69,6 +71,11 @@ KINDS: dict[str, InstructionKind] = {
         InstructionKind("decompose_reduction", ("block", "loop"), (), "one"),
         InstructionKind("rfactor", ("loop",), ("factor_axis",), "one"),
         InstructionKind("blockize", ("target",), ("preserve_unit_iters",), "one"),
+        InstructionKind(
+            "sample_perfect_tile", ("loop",), ("n", "max_innermost_factor"), "many", sampling=True
+        ),
+        InstructionKind("sample_categorical", (), ("candidates", "probs"), "one", sampling=True),
+        InstructionKind("sample_compute_location", ("block",), (), "one", sampling=True),
     )
 }
 

@@ -5,6 +5,7 @@ nothing."""
 from __future__ import annotations
 
 import numbers
+import random
 from collections.abc import Sequence
 from typing import cast, overload
 
@@ -17,18 +18,20 @@ from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.instruction import Instruction, Ref
 from tilewright.schedule.primitives import annotate as annotate_
 from tilewright.schedule.primitives import for_kind, get, loops
-from tilewright.schedule.reference import BlockRV, LoopRV
+from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
+from tilewright.schedule.sampling_methods import SamplingMethods
 from tilewright.schedule.state import ScheduleState
 from tilewright.schedule.trace import Trace
 
 BlockArg = BlockRV | str
 
 
-class Schedule(BlockMethods):
+class Schedule(BlockMethods, SamplingMethods):
     """Transforms the functions of a module without changing what they compute.
 
     Args:
         mod: an ``IRModule`` or a ``PrimFunc`` (scheduled as ``{"main": func}``).
+        seed: seeds the generator the ``sample_*`` methods draw from (None: a random seed).
 
     Example::
 
@@ -56,7 +59,7 @@ class Schedule(BlockMethods):
         self._insts: list[Instruction] = []
         names = list(mod)
         self._func_name = names[0] if len(names) == 1 else "main"
-        self.seed = seed
+        self._rng = random.Random(seed if seed is not None and seed >= 0 else None)
 
     # ---- state ---------------------------------------------------------------------------
     @property
@@ -80,16 +83,23 @@ class Schedule(BlockMethods):
         self._func_name = func_name
 
     def copy(self) -> Schedule:
-        """An independent schedule in the same state; existing references stay valid in it."""
+        """An independent schedule in the same state; existing references stay valid in it.
+        Its generator is seeded from this one's (``fork_seed``)."""
         other = Schedule.__new__(Schedule)
         other._state = self._state.copy()
         other._insts = list(self._insts)
         other._func_name = self._func_name
-        other.seed = self.seed
+        other._rng = random.Random(self.fork_seed())
         return other
 
-    def get(self, ref: BlockRV | LoopRV) -> Block | For:
-        """The IR node a reference stands for now."""
+    @overload
+    def get(self, ref: ExprRV) -> int: ...
+    @overload
+    def get(self, ref: BlockRV | LoopRV) -> Block | For: ...
+    def get(self, ref: BlockRV | LoopRV | ExprRV) -> Block | For | int:
+        """The IR node a reference stands for now, or the value a sampled ``ExprRV`` took."""
+        if isinstance(ref, ExprRV):
+            return self._expr(ref, "get")
         node = self._state.any_site(ref, "get").node
         assert isinstance(node, Block | For)
         return node
@@ -104,8 +114,17 @@ class Schedule(BlockMethods):
         inputs: Sequence[object],
         attrs: Sequence[object],
         outputs: Sequence[Ref] = (),
+        decision: object = None,
     ) -> None:
-        self._insts.append(Instruction(kind, tuple(inputs), tuple(attrs), tuple(outputs)))
+        self._insts.append(Instruction(kind, tuple(inputs), tuple(attrs), tuple(outputs), decision))
+
+    def _expr(self, ref: ExprRV, primitive: str) -> int:
+        value = self._state.exprs.get(ref)
+        if value is None:
+            raise ScheduleError(
+                primitive, "stale-reference", f"{ref!r} was not sampled by this schedule"
+            )
+        return value
 
     @overload
     def _target(self, ref: BlockArg) -> BlockRV: ...
@@ -165,7 +184,7 @@ class Schedule(BlockMethods):
     def split(
         self,
         loop: LoopRV,
-        factors: Sequence[int | IntImm | None],
+        factors: Sequence[int | IntImm | ExprRV | None],
         preserve_unit_iters: bool = True,
         disable_predication: bool = False,
     ) -> list[LoopRV]:
@@ -175,6 +194,7 @@ class Schedule(BlockMethods):
             loop: a loop that starts at 0, without annotations or thread binding.
             factors: positive extents, outermost first; one may be ``None`` (inferred). A
                 product above the loop's extent adds a ``T.where`` predicate to the blocks.
+                A factor may be an ``ExprRV`` from ``sample_perfect_tile``.
             preserve_unit_iters: keep loops of extent 1 in the block bindings.
             disable_predication: do not add the predicate (the caller knows it holds).
 
@@ -183,12 +203,13 @@ class Schedule(BlockMethods):
             i0, i1 = sch.split(i, [None, 128])   # vi = T.axis.spatial(1024, i_0 * 128 + i_1)
         """
         site = self._state.loop_site(loop, "split")
-        values = tuple(_factor(f) for f in factors)
+        given = tuple(f if isinstance(f, ExprRV) else _factor(f) for f in factors)
+        values = tuple(self._expr(f, "split") if isinstance(f, ExprRV) else f for f in given)
         func, new_vars = loops.split(site, values, preserve_unit_iters, disable_predication)
         self._state.commit(site.func_name, func)
         refs = [self._state.loop_ref(site.func_name, v) for v in new_vars]
         self._record(
-            "split", (loop, values), (bool(preserve_unit_iters), bool(disable_predication)), refs
+            "split", (loop, given), (bool(preserve_unit_iters), bool(disable_predication)), refs
         )
         return refs
 
@@ -292,8 +313,11 @@ class Schedule(BlockMethods):
         self._record("bind", (loop,), (thread_axis,))
 
     # ---- annotations ---------------------------------------------------------------------
-    def annotate(self, block_or_loop: BlockArg | LoopRV, ann_key: str, ann_val: AttrValue) -> None:
-        """Set annotation ``ann_key`` of a block or loop to ``ann_val``.
+    def annotate(
+        self, block_or_loop: BlockArg | LoopRV, ann_key: str, ann_val: AttrValue | ExprRV
+    ) -> None:
+        """Set annotation ``ann_key`` of a block or loop to ``ann_val`` (an ``ExprRV``
+        annotates the value it was sampled as; the trace keeps the reference).
 
         Example::
 
@@ -301,9 +325,10 @@ class Schedule(BlockMethods):
         """
         target = self._target(block_or_loop)
         site = self._state.any_site(target, "annotate")
-        value = _annotation_value(ann_val)
+        given = ann_val if isinstance(ann_val, ExprRV) else _annotation_value(ann_val)
+        value = self._expr(given, "annotate") if isinstance(given, ExprRV) else given
         self._state.commit(site.func_name, annotate_.annotate(site, str(ann_key), value))
-        self._record("annotate", (target, value), (str(ann_key),))
+        self._record("annotate", (target, given), (str(ann_key),))
 
     def unannotate(self, block_or_loop: BlockArg | LoopRV, ann_key: str) -> None:
         """Remove annotation ``ann_key`` from a block or loop.

@@ -14,7 +14,7 @@ from tilewright.ir.function import PrimFunc
 from tilewright.ir.module import IRModule
 from tilewright.ir.stmt import Block, BlockRealize, For, Stmt
 from tilewright.schedule.error import ScheduleError
-from tilewright.schedule.reference import BlockRV, LoopRV
+from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
 from tilewright.schedule.tree import Path, Site, walk
 
 
@@ -28,6 +28,14 @@ class BlockKey:
 class LoopKey:
     func_name: str
     var: Var
+
+
+@dataclass(frozen=True)
+class MarkKey:
+    """What a sampled compute location stands for when it is no loop: ``root`` (stay where
+    the block is) or ``inline``."""
+
+    mark: str
 
 
 class _Index:
@@ -53,7 +61,8 @@ class ScheduleState:
 
     def __init__(self, mod: IRModule) -> None:
         self.mod = mod
-        self.refs: dict[BlockRV | LoopRV, BlockKey | LoopKey] = {}
+        self.refs: dict[BlockRV | LoopRV, BlockKey | LoopKey | MarkKey] = {}
+        self.exprs: dict[ExprRV, int] = {}
         self._indices: dict[str, _Index] = {}
         for name, _ in mod.items():
             index = self.index(name)
@@ -69,6 +78,7 @@ class ScheduleState:
         other = ScheduleState.__new__(ScheduleState)
         other.mod = self.mod
         other.refs = dict(self.refs)
+        other.exprs = dict(self.exprs)
         other._indices = dict(self._indices)
         return other
 
@@ -103,6 +113,12 @@ class ScheduleState:
         if key is None:
             raise ScheduleError(
                 primitive, "stale-reference", f"{ref!r} was not created by this schedule"
+            )
+        if isinstance(key, MarkKey):
+            raise ScheduleError(
+                primitive,
+                "location-mark",
+                f"{ref!r} is the compute location {key.mark!r}, not a loop",
             )
         index = self.index(key.func_name)
         if isinstance(key, BlockKey):
@@ -152,6 +168,22 @@ class ScheduleState:
         var = loop.loop_var if isinstance(loop, For) else loop
         ref = LoopRV()
         self.refs[ref] = LoopKey(func_name, var)
+        return ref
+
+    def mark_ref(self, mark: str) -> LoopRV:
+        """A loop reference standing for the compute location ``root`` or ``inline``."""
+        ref = LoopRV()
+        self.refs[ref] = MarkKey(mark)
+        return ref
+
+    def mark_of(self, ref: object) -> str | None:
+        """``root`` or ``inline`` when ``ref`` is such a mark, else None."""
+        key = self.refs.get(ref) if isinstance(ref, LoopRV) else None
+        return key.mark if isinstance(key, MarkKey) else None
+
+    def expr_ref(self, value: int) -> ExprRV:
+        ref = ExprRV()
+        self.exprs[ref] = value
         return ref
 
     def rename_block(self, func_name: str, old: str, new: str) -> None:

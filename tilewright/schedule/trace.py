@@ -45,6 +45,8 @@ class Trace:
         """This trace with instruction ``index``'s decision replaced."""
         insts = list(self.insts)
         old = insts[index]
+        if not old.spec.sampling:
+            raise ValueError(f"instruction {index} ({old.kind}) makes no decision")
         insts[index] = Instruction(old.kind, old.inputs, old.attrs, old.outputs, decision)
         return Trace(insts)
 
@@ -133,7 +135,8 @@ class Trace:
 
         Args:
             sch: a schedule of the module this trace was recorded on.
-            remove_postproc: accepted for TVM compatibility (there are no postprocessors).
+            remove_postproc: accepted for TVM compatibility (postprocessors apply their
+                rewrites outside the trace).
             decision_provider: called as ``(instruction, decision)`` to choose another
                 decision for a sampling instruction.
         """

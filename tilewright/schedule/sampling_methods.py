@@ -1,0 +1,201 @@
+"""The ``Schedule`` methods that sample: tile sizes, categorical choices, compute locations.
+
+A sampling instruction is recorded in the trace with its decision. Replaying the trace
+with the same decisions rebuilds the same module; replaying it with another decision (given
+through ``decision=`` or a trace's ``with_decision``) explores the design space.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tilewright.ir.expr import IntImm
+from tilewright.schedule.dataflow import consumers_of, scope_blocks, scope_path
+from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.primitives import compute_location, get, inline
+from tilewright.schedule.primitives import sampling as sampling_
+from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
+from tilewright.schedule.tree import Site
+
+if TYPE_CHECKING:
+    from tilewright.schedule.instruction import Ref
+    from tilewright.schedule.state import ScheduleState
+
+BlockArg = BlockRV | str
+
+ROOT, INLINE = -1, -2  # compute-location decisions that are no loop
+
+
+class SamplingMethods:
+    """Mixed into ``Schedule``: random choices drawn from the schedule's own generator."""
+
+    _state: ScheduleState
+    _rng: random.Random
+
+    if TYPE_CHECKING:  # provided by Schedule, the class this one is mixed into
+
+        def _record(
+            self,
+            kind: str,
+            inputs: Sequence[object],
+            attrs: Sequence[object],
+            outputs: Sequence[Ref] = (),
+            decision: object = None,
+        ) -> None: ...
+
+        def _target(self, ref: BlockArg) -> BlockRV: ...
+
+    def seed(self, seed: int) -> None:
+        """Reseed the schedule's generator: the same seed draws the same decisions."""
+        self._rng = random.Random(seed)
+
+    def fork_seed(self) -> int:
+        """A new seed drawn from this schedule's generator (for a schedule derived from it)."""
+        return self._rng.randrange(1, 2**31 - 1)
+
+    def sample_perfect_tile(
+        self,
+        loop: LoopRV,
+        n: int,
+        max_innermost_factor: int = 16,
+        decision: list[int] | None = None,
+    ) -> list[ExprRV]:
+        """Draw ``n`` tile sizes whose product is the loop's extent, outermost first.
+
+        Args:
+            loop: a loop of constant extent.
+            n: how many factors.
+            max_innermost_factor: bound on the innermost factor (0 or less: none).
+            decision: the factors to use instead of drawing them.
+
+        Example::
+
+            i_tiles = sch.sample_perfect_tile(i, n=4, max_innermost_factor=16)
+            i0, i1, i2, i3 = sch.split(i, i_tiles)   # e.g. [8, 2, 4, 16] for 1024
+        """
+        site = self._state.loop_site(loop, "sample_perfect_tile")
+        extent = site.loop.extent
+        name = site.loop.loop_var.name
+        if not isinstance(extent, IntImm):
+            raise ScheduleError(
+                "sample_perfect_tile",
+                "constant-extent",
+                f"loop {name} has the symbolic extent {extent}",
+                site.func,
+                site.loop,
+            )
+        count = _positive("sample_perfect_tile", "n", n)
+        bound = int(max_innermost_factor)
+        if decision is None:
+            factors = sampling_.sample_perfect_tile(self._rng, extent.value, count, bound)
+        else:
+            factors = sampling_.check_perfect_tile(decision, extent.value, count, bound, name)
+        refs = [self._state.expr_ref(f) for f in factors]
+        self._record("sample_perfect_tile", (loop,), (count, bound), refs, factors)
+        return refs
+
+    def sample_categorical(
+        self,
+        candidates: Sequence[int],
+        probs: Sequence[float],
+        decision: int | None = None,
+    ) -> ExprRV:
+        """Draw one of ``candidates`` with probabilities ``probs``; the decision is its index.
+
+        Example::
+
+            unroll = sch.sample_categorical([0, 16, 64, 512], [0.25] * 4)
+            sch.annotate(block, "meta_schedule.unroll_explicit", unroll)
+        """
+        values = [_integer("sample_categorical", "candidate", c) for c in candidates]
+        weights = [float(p) for p in probs]
+        if not values or len(weights) != len(values) or min(weights) < 0 or sum(weights) <= 0:
+            raise ScheduleError(
+                "sample_categorical",
+                "argument",
+                f"{len(values)} candidates need as many non-negative probabilities, not {weights}",
+            )
+        if decision is None:
+            index = sampling_.sample_categorical(self._rng, weights)
+        else:
+            index = sampling_.check_categorical(decision, len(values))
+        ref = self._state.expr_ref(values[index])
+        self._record("sample_categorical", (), (values, weights), (ref,), index)
+        return ref
+
+    def sample_compute_location(self, block: BlockArg, decision: int | None = None) -> LoopRV:
+        """Draw a loop the block may be computed at (``compute_at``), or stay at the root
+        (decision -1) or be inlined (-2, where ``compute_inline`` accepts it).
+
+        A decision ``i >= 0`` is the ``i``-th loop above the block's first consumer.
+
+        Example::
+
+            loc = sch.sample_compute_location(sch.get_block("B"))
+            sch.compute_at(sch.get_block("B"), loc)
+        """
+        target = self._target(block)
+        site = self._state.block_ref_site(target, "sample_compute_location")
+        locations = self._compute_locations(site)
+        choices = sorted(locations)
+        if decision is None:
+            chosen = self._rng.choice(choices)
+        elif isinstance(decision, bool) or decision not in locations:
+            raise ScheduleError(
+                "sample_compute_location",
+                "decision",
+                f"block {site.block.name!r} cannot be computed at location {decision!r}; "
+                f"its locations are {choices}",
+                site.func,
+                site.block,
+            )
+        else:
+            chosen = int(decision)
+        loop = locations[chosen]
+        if loop is None:
+            ref = self._state.mark_ref("root" if chosen == ROOT else "inline")
+        else:
+            ref = self._state.loop_ref(site.func_name, loop.loop)
+        self._record("sample_compute_location", (target,), (), (ref,), chosen)
+        return ref
+
+    def _compute_locations(self, site: Site) -> dict[int, Site | None]:
+        """Every legal location of the block: -2 (inline), -1 (root), and the index of each
+        loop above its first consumer that ``compute_at`` accepts."""
+        found: dict[int, Site | None] = {}
+        try:
+            inline.compute_inline(site)
+            found[INLINE] = None
+        except ScheduleError:
+            pass
+        found[ROOT] = None
+        consumers = consumers_of(scope_blocks(scope_path(site)), site.block)
+        if not consumers:
+            return found
+        first = self._state.block_site(site.func_name, consumers[0].block.name, "sample")
+        index = self._state.index(site.func_name)
+        for i, loop in enumerate(get.get_loops(first)):
+            loop_site = Site(site.func_name, index.func, index.loops[loop.loop_var])
+            try:
+                compute_location.compute_at(site, loop_site, True)
+            except ScheduleError:
+                continue
+            found[i] = loop_site
+        return found
+
+
+def _integer(primitive: str, name: str, value: object) -> int:
+    if isinstance(value, IntImm):
+        return value.value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScheduleError(primitive, "argument", f"{name} {value!r} is not an integer")
+    return value
+
+
+def _positive(primitive: str, name: str, value: object) -> int:
+    number = _integer(primitive, name, value)
+    if number < 1:
+        raise ScheduleError(primitive, "argument", f"{name} {value!r} is not positive")
+    return number
