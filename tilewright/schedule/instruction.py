@@ -76,6 +76,7 @@ KINDS: dict[str, InstructionKind] = {
         ),
         InstructionKind("sample_categorical", (), ("candidates", "probs"), "one", sampling=True),
         InstructionKind("sample_compute_location", ("block",), (), "one", sampling=True),
+        InstructionKind("enter_postproc", ()),
     )
 }
 

@@ -12,7 +12,7 @@ from typing import cast, overload
 from tilewright.ir.expr import IntImm, PrimExpr
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.module import IRModule
-from tilewright.ir.stmt import AttrValue, Block, For
+from tilewright.ir.stmt import AttrValue, Block, BlockRealize, For
 from tilewright.schedule.block_methods import BlockMethods
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.instruction import Instruction, Ref
@@ -68,6 +68,11 @@ class Schedule(BlockMethods, SamplingMethods):
         return self._state.mod
 
     @property
+    def state(self) -> ScheduleState:
+        """The module and the table of references (what analyses read; TVM's ``sch.state``)."""
+        return self._state
+
+    @property
     def trace(self) -> Trace:
         """The primitive calls made so far."""
         return Trace(self._insts)
@@ -103,6 +108,25 @@ class Schedule(BlockMethods, SamplingMethods):
         node = self._state.any_site(ref, "get").node
         assert isinstance(node, Block | For)
         return node
+
+    def get_realize(self, block: BlockRV) -> BlockRealize:
+        """The ``BlockRealize`` around a block now: its bindings and predicate.
+
+        Example::
+
+            realize = sch.get_realize(sch.get_block("C"))
+            realize.iter_values   # (i, j, k)
+        """
+        site = self._state.block_ref_site(block, "get_realize")
+        parent = site.path[-2] if len(site.path) > 1 else None
+        if not isinstance(parent, BlockRealize):
+            raise ScheduleError("get_realize", "root-block", f"{block!r} is the root block")
+        return parent
+
+    def enter_postproc(self) -> None:
+        """Mark the end of the design space in the trace: what follows was added by
+        postprocessors (``Trace.apply_to_schedule(..., remove_postproc=True)`` stops here)."""
+        self._record("enter_postproc", (), ())
 
     def show(self) -> None:
         """Print the scheduled module."""

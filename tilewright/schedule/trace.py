@@ -61,7 +61,11 @@ class Trace:
         """
         used: set[Ref] = set()
         kept: list[Instruction] = []
-        for inst in reversed(self.insts):
+        insts = self.insts
+        if remove_postproc:
+            cut = [k for k, inst in enumerate(insts) if inst.kind == "enter_postproc"]
+            insts = insts[: cut[0]] if cut else insts
+        for inst in reversed(insts):
             if inst.spec.pure and not any(ref in used for ref in inst.outputs):
                 continue
             kept.append(inst)
@@ -135,13 +139,14 @@ class Trace:
 
         Args:
             sch: a schedule of the module this trace was recorded on.
-            remove_postproc: accepted for TVM compatibility (postprocessors apply their
-                rewrites outside the trace).
+            remove_postproc: stop at ``enter_postproc``: replay the design space only.
             decision_provider: called as ``(instruction, decision)`` to choose another
                 decision for a sampling instruction.
         """
         mapping: dict[Ref, Ref] = {}
         for inst in self.insts:
+            if remove_postproc and inst.kind == "enter_postproc":
+                break
             spec = inst.spec
             args: list[object] = []
             kwargs: dict[str, object] = {}

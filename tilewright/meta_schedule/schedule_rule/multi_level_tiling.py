@@ -1,0 +1,221 @@
+"""``MultiLevelTiling``: tile a block with data reuse (a matmul, a convolution) at several
+levels, bind the outer spatial levels to GPU threads, and cache reads and writes.
+
+The tiling structure is a string of ``S`` (spatial) and ``R`` (reduction) levels, outermost
+first: ``"SSRSRS"`` on CPUs, ``"SSSRRSRS"`` on GPUs. Every loop of the block is split into
+as many tiles as its kind has levels (``sample_perfect_tile``), and the tiles are reordered
+level by level. Reuse is configured per direction with ``ReuseType``: whether a cache is
+required (``"must"``), optional (``"may"``, the space forks) or absent (``"no"``), the
+levels whose last loop the cache is computed at (1-based), and its storage scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from tilewright.meta_schedule.analysis import (
+    COOPERATIVE_FETCH,
+    THREAD_EXTENT_HIGH,
+    THREAD_EXTENT_LOW,
+    TILING_STRUCTURE,
+    block_of,
+    loop_iter_kinds,
+    needs_multi_level_tiling,
+)
+from tilewright.meta_schedule.schedule_rule.rule import ScheduleRule
+from tilewright.schedule import BlockRV, LoopRV, Schedule, ScheduleError
+
+if TYPE_CHECKING:
+    from tilewright.meta_schedule.tune_context import TuneContext
+
+
+@dataclass(frozen=True)
+class ReuseType:
+    """How a tiled block caches one direction of its data.
+
+    Args:
+        req: ``"no"``, ``"may"`` or ``"must"``.
+        levels: the tiling levels (1-based) at whose last loop the cache may sit.
+        scope: the cache's storage scope (``"shared"``, ``"local"``, ``"global"``).
+
+    Example::
+
+        ReuseType(req="must", levels=[4], scope="shared")
+    """
+
+    req: str = "no"
+    levels: Sequence[int] = ()
+    scope: str = "global"
+
+    def __post_init__(self) -> None:
+        if self.req not in ("no", "may", "must"):
+            raise ValueError(f"ReuseType.req is 'no', 'may' or 'must', not {self.req!r}")
+        object.__setattr__(self, "levels", tuple(int(v) for v in self.levels))
+
+
+@dataclass
+class _State:
+    """One branch of the rule's work on a block."""
+
+    sch: Schedule
+    block: BlockRV
+    write_cache: BlockRV | None = None
+    write_level: int = 0
+    tiles: list[list[LoopRV]] = field(default_factory=list)
+
+
+class MultiLevelTiling(ScheduleRule):
+    """Multi-level tiling with reuse (TVM's rule of the same name).
+
+    Args:
+        structure: levels, e.g. ``"SSRSRS"`` (CPU) or ``"SSSRRSRS"`` (GPU).
+        tile_binds: thread axes for the first spatial levels, e.g.
+            ``["blockIdx.x", "vthread.x", "threadIdx.x"]`` (each level's loops fused first).
+        max_innermost_factor: bound on the innermost tile of every loop.
+        vector_load_lens: vector lengths the cooperative fetch of a read cache may use.
+        reuse_read: caching of the inputs (``ReuseType``).
+        reuse_write: caching of the output.
+
+    Example::
+
+        rule = MultiLevelTiling(
+            structure="SSSRRSRS",
+            tile_binds=["blockIdx.x", "vthread.x", "threadIdx.x"],
+            max_innermost_factor=64,
+            vector_load_lens=[1, 2, 3, 4, 8, 16],
+            reuse_read=ReuseType(req="must", levels=[4], scope="shared"),
+            reuse_write=ReuseType(req="must", levels=[3], scope="local"),
+        )
+    """
+
+    def __init__(
+        self,
+        structure: str,
+        tile_binds: Sequence[str] | None = None,
+        max_innermost_factor: int | None = None,
+        vector_load_lens: Sequence[int] | None = None,
+        reuse_read: ReuseType | None = None,
+        reuse_write: ReuseType | None = None,
+        filter_fn: object = None,
+    ) -> None:
+        if not structure or set(structure) - {"S", "R"}:
+            raise ValueError(f"tiling structure {structure!r} is made of S and R only")
+        self.structure = structure
+        self.tile_binds = list(tile_binds or [])
+        if len(self.tile_binds) > structure.count("S"):
+            raise ValueError(f"{len(self.tile_binds)} tile binds for structure {structure!r}")
+        self.max_innermost_factor = max_innermost_factor or 0
+        self.vector_load_lens = list(vector_load_lens or [])
+        self.reuse_read = reuse_read or ReuseType()
+        self.reuse_write = reuse_write or ReuseType()
+        self.filter_fn = filter_fn
+        self.thread_warp_size = 0
+        self.max_threads_per_block = 0
+
+    def _initialize_with_tune_context(self, context: TuneContext) -> None:
+        target = context.target
+        if target is not None and self.tile_binds:
+            self.thread_warp_size = target.thread_warp_size
+            self.max_threads_per_block = target.max_num_threads
+
+    def __repr__(self) -> str:
+        return f"MultiLevelTiling(structure={self.structure!r}, tile_binds={self.tile_binds})"
+
+    def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
+        if not needs_multi_level_tiling(sch, block):
+            return [sch]
+        if self.filter_fn is not None and not self.filter_fn(sch, block):  # type: ignore[operator]
+            return [sch]
+        sch.annotate(block, TILING_STRUCTURE, self.structure)
+        states = [_State(sch, block)]
+        states = [s for state in states for s in self._add_write_reuse(state)]
+        states = [s for state in states for s in self._tile(state)]
+        states = [s for state in states for s in self._add_read_reuse(state)]
+        states = [s for state in states for s in self._place_write_cache(state)]
+        return [state.sch for state in states]
+
+    # ---- steps -----------------------------------------------------------------------------
+    def _add_write_reuse(self, state: _State) -> list[_State]:
+        reuse = self.reuse_write
+        if reuse.req == "no" or not reuse.levels:
+            return [state]
+        result = [state] if reuse.req == "may" else []
+        for level in reuse.levels:
+            sch = state.sch.copy() if reuse.req == "may" or len(reuse.levels) > 1 else state.sch
+            try:
+                cache = sch.cache_write(state.block, 0, reuse.scope)
+            except ScheduleError:
+                continue
+            result.append(replace(state, sch=sch, write_cache=cache, write_level=level))
+        return result
+
+    def _tile(self, state: _State) -> list[_State]:
+        sch, block = state.sch, state.block
+        kinds = loop_iter_kinds(sch, block)
+        loops = sch.get_loops(block)
+        s_levels = [i for i, c in enumerate(self.structure) if c == "S"]
+        r_levels = [i for i, c in enumerate(self.structure) if c == "R"]
+        tiles: list[list[LoopRV]] = [[] for _ in self.structure]
+        for loop, kind in zip(loops, kinds):
+            levels = s_levels if kind == "S" else r_levels if kind == "R" else None
+            if levels is None:
+                continue  # a unit loop driving no iterator stays where it is
+            factors = sch.sample_perfect_tile(loop, len(levels), self.max_innermost_factor)
+            for level, part in zip(levels, sch.split(loop, factors)):
+                tiles[level].append(part)
+        sch.reorder(*[loop for level in tiles for loop in level])
+        for k, tag in enumerate(self.tile_binds):
+            level = s_levels[k]
+            if not tiles[level]:
+                return []  # no spatial loop to bind (needs_multi_level_tiling excludes this)
+            fused = sch.fuse(*tiles[level]) if len(tiles[level]) > 1 else tiles[level][0]
+            sch.bind(fused, tag)
+            tiles[level] = [fused]
+        if self.tile_binds and self.max_threads_per_block:
+            sch.annotate(block, THREAD_EXTENT_LOW, self.thread_warp_size)
+            sch.annotate(block, THREAD_EXTENT_HIGH, self.max_threads_per_block)
+        return [replace(state, tiles=tiles)]
+
+    def _location(self, state: _State, level: int) -> LoopRV | None:
+        """The last loop of tiling level ``level`` (1-based), or of the nearest level above
+        it that has loops."""
+        for k in range(level - 1, -1, -1):
+            if state.tiles[k]:
+                return state.tiles[k][-1]
+        return None
+
+    def _add_read_reuse(self, state: _State) -> list[_State]:
+        reuse = self.reuse_read
+        if reuse.req == "no" or not reuse.levels:
+            return [state]
+        result = [state] if reuse.req == "may" else []
+        for level in reuse.levels:
+            sch = state.sch.copy() if reuse.req == "may" or len(reuse.levels) > 1 else state.sch
+            location = self._location(state, level)
+            if location is None:
+                continue
+            reads = len(block_of(sch, state.block).reads)
+            for index in range(reads):
+                buffer = block_of(sch, state.block).reads[index].buffer
+                if any(buffer == w.buffer for w in block_of(sch, state.block).writes):
+                    continue
+                cache = sch.cache_read(state.block, index, reuse.scope)
+                sch.compute_at(cache, location, preserve_unit_loops=True)
+                if self.vector_load_lens:
+                    n = len(self.vector_load_lens)
+                    vec = sch.sample_categorical(self.vector_load_lens, [1.0 / n] * n)
+                    sch.annotate(cache, COOPERATIVE_FETCH, vec)
+            result.append(replace(state, sch=sch))
+        return result
+
+    def _place_write_cache(self, state: _State) -> list[_State]:
+        if state.write_cache is None:
+            return [state]
+        location = self._location(state, state.write_level)
+        if location is None:
+            return [state]
+        state.sch.reverse_compute_at(state.write_cache, location, preserve_unit_loops=True)
+        return [state]
+
