@@ -119,7 +119,8 @@ class PostOrderApply(SpaceGenerator):
         names = []
         for path in walk(mod[func_name].body):
             node = path[-1]
-            if isinstance(node, Block) and (self.f_block_filter is None or self.f_block_filter(node)):
+            keep = self.f_block_filter is None or self.f_block_filter(node)
+            if isinstance(node, Block) and keep:
                 names.append(node.name)
         return list(reversed(names))
 

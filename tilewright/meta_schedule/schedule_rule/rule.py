@@ -5,7 +5,7 @@ a fork of the design space)."""
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from tilewright.schedule import BlockRV, Schedule
 
@@ -55,7 +55,7 @@ class ApplyCustomRule(ScheduleRule):
         ApplyCustomRule.register("tile_by_4", lambda sch, b: [tile_by_4(sch, b)])
     """
 
-    registry: dict[str, object] = {}
+    registry: ClassVar[dict[str, object]] = {}
 
     @classmethod
     def register(cls, name: str, fn: object) -> None:
