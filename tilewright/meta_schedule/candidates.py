@@ -1,0 +1,119 @@
+"""Candidates drawn from a design space: each a design-space trace replayed with fresh
+decisions, then finished by the postprocessors (or rejected by one of them).
+
+This is the sampling half of TVM's ``ReplayTrace`` search; the tuner's search strategies
+draw their initial populations the same way.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from tilewright.meta_schedule.tune_context import TuneContext
+from tilewright.schedule import Instruction, Schedule, ScheduleError, Trace
+
+
+@dataclass
+class SampleReport:
+    """What one round of sampling did.
+
+    Attributes:
+        sampled: candidates that passed every postprocessor.
+        attempts: replays tried.
+        rejected: rejections by the name of the postprocessor that refused (``replay`` when
+            the fresh decisions made a primitive refuse during the replay).
+        seconds: wall time.
+    """
+
+    sampled: int = 0
+    attempts: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    @property
+    def rejection_rate(self) -> float:
+        return 1.0 - self.sampled / self.attempts if self.attempts else 0.0
+
+    @property
+    def per_second(self) -> float:
+        return self.sampled / self.seconds if self.seconds else 0.0
+
+    def __str__(self) -> str:
+        reasons = ", ".join(f"{k} {v}" for k, v in self.rejected.most_common()) or "none"
+        return (
+            f"{self.sampled} candidates from {self.attempts} attempts in {self.seconds:.2f} s "
+            f"({self.per_second:.1f}/s; rejected: {reasons})"
+        )
+
+
+def _fresh(inst: Instruction, decision: object) -> object:
+    return None  # every sampling instruction draws again
+
+
+def apply_postprocs(context: TuneContext, sch: Schedule) -> str | None:
+    """Run the context's postprocessors on ``sch`` in order; the name of the one that
+    rejected it, or None when all accepted."""
+    sch.enter_postproc()
+    for postproc in context.space_generator.postprocs:
+        if not postproc.apply(sch):
+            return type(postproc).__name__
+    return None
+
+
+def sample_candidates(
+    context: TuneContext,
+    count: int,
+    *,
+    max_attempts: int | None = None,
+    spaces: list[Schedule] | None = None,
+    progress: bool = False,
+) -> tuple[list[Schedule], SampleReport]:
+    """Draw ``count`` postprocessed candidates from the context's design space.
+
+    Args:
+        context: the task (module, target, space generator with its postprocessors).
+        count: how many candidates to return.
+        max_attempts: stop after this many replays (default ``20 * count``).
+        spaces: the design space, if already generated.
+        progress: print a progress line to stderr.
+
+    Example::
+
+        ctx = ms.TuneContext(mod=mod, target="llvm", rand_state=0)
+        candidates, report = ms.sample_candidates(ctx, 64)
+        print(report)   # 64 candidates from 70 attempts in 3.1 s (...)
+    """
+    if context.mod is None:
+        raise ValueError("the TuneContext has no module")
+    start = time.perf_counter()
+    spaces = spaces if spaces is not None else context.generate_design_space()
+    if not spaces:
+        raise ValueError(f"task {context.task_name!r}: the design space is empty")
+    traces = [s.trace for s in spaces]
+    limit = max_attempts if max_attempts is not None else 20 * count
+    report = SampleReport()
+    found: list[Schedule] = []
+    while len(found) < count and report.attempts < limit:
+        report.attempts += 1
+        trace: Trace = traces[context.rng.randrange(len(traces))]
+        sch = Schedule(context.mod, seed=context.fork_seed())
+        try:
+            trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=_fresh)
+        except ScheduleError:
+            report.rejected["replay"] += 1
+            continue
+        rejected_by = apply_postprocs(context, sch)
+        if rejected_by is not None:
+            report.rejected[rejected_by] += 1
+            continue
+        found.append(sch)
+        if progress:
+            print(f"\r{context.task_name}: {len(found)}/{count} candidates", end="", file=sys.stderr)
+    if progress:
+        print(file=sys.stderr)
+    report.sampled = len(found)
+    report.seconds = time.perf_counter() - start
+    return found, report
