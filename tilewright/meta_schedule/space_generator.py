@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from tilewright.ir import Block, IRModule
-from tilewright.meta_schedule.analysis import CUSTOM_RULE, annotation
+from tilewright.meta_schedule.analysis import CUSTOM_RULE, annotation, block_of
 from tilewright.meta_schedule.mutator.mutator import Mutator
 from tilewright.meta_schedule.postproc.postproc import Postproc
 from tilewright.meta_schedule.schedule_rule.rule import ApplyCustomRule, ScheduleRule
@@ -64,8 +64,12 @@ class SpaceGenerator:
             if isinstance(mutator_probs, str)
             else mutator_probs
         )
-        for item in (*self.sch_rules, *self.postprocs, *self.mutator_probs):
-            item._initialize_with_tune_context(context)
+        for rule in self.sch_rules:
+            rule._initialize_with_tune_context(context)
+        for postproc in self.postprocs:
+            postproc._initialize_with_tune_context(context)
+        for mutator in self.mutator_probs:
+            mutator._initialize_with_tune_context(context)
         self.seed = context.fork_seed()
         self._context = context
 
@@ -119,8 +123,9 @@ class PostOrderApply(SpaceGenerator):
         names = []
         for path in walk(mod[func_name].body):
             node = path[-1]
-            keep = self.f_block_filter is None or self.f_block_filter(node)
-            if isinstance(node, Block) and keep:
+            if not isinstance(node, Block):
+                continue
+            if self.f_block_filter is None or self.f_block_filter(node):
                 names.append(node.name)
         return list(reversed(names))
 
@@ -136,7 +141,7 @@ class PostOrderApply(SpaceGenerator):
                     following.append(s)  # inlined or otherwise gone
                     continue
                 block = s.get_block(name, func_name)
-                custom = annotation(s.get(block), CUSTOM_RULE)  # type: ignore[arg-type]
+                custom = annotation(block_of(s, block), CUSTOM_RULE)
                 if custom is not None and not isinstance(rule, ApplyCustomRule):
                     following.append(s)
                     continue
