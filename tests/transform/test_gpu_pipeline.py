@@ -39,6 +39,7 @@ GPU_STAGES = [
     "inline_unit_loops",
     "plan_buffer_allocation",
     "compact_buffer_allocation",
+    "lower_vthread",
     "flatten_buffers",
     "lower_thread_allreduce",
     "unroll_loops",

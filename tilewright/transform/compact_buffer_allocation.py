@@ -3,7 +3,8 @@
 Run after ``plan_buffer_allocation``. For every allocation the accesses inside its body are
 bounded with the loops inside the allocation relaxed over their ranges, and, by storage scope,
 the thread indices: a ``shared`` buffer holds what the whole thread block touches (``threadIdx``
-relaxed, ``blockIdx`` not), a ``local`` one what one thread touches (neither relaxed). The
+and ``vthread`` relaxed, ``blockIdx`` not), a ``local`` one what one thread touches (neither
+relaxed, but a ``vthread`` loop inside the allocation is relaxed like a serial loop). The
 buffer's shape becomes the extent of that region and every index is shifted by its minimum.
 """
 
@@ -162,8 +163,12 @@ class _Collector(Visitor):
 
 
 def _relaxed(loop: _Loop, scope: str) -> bool:
-    if loop.tag.startswith("threadIdx") or loop.tag.startswith("vthread"):
+    if loop.tag.startswith("threadIdx"):
         return scope.startswith("shared")
+    if loop.tag.startswith("vthread"):
+        # Each real thread runs a virtual thread's iterations in turn (lower_vthread): for a
+        # local buffer it is a loop, whose iterations need their own elements.
+        return scope.startswith("shared") or loop.inside
     if loop.tag.startswith("blockIdx"):
         return False
     return loop.inside

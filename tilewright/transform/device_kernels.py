@@ -28,6 +28,7 @@ from tilewright.ir import (
     pre_order_visit,
     structural_equal,
 )
+from tilewright.transform.lower_vthread import is_vthread
 
 GRID_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 BLOCK_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -138,7 +139,13 @@ def thread_extents(root: For, kernel: str) -> dict[str, PrimExpr]:
     def visit(node: object) -> bool:
         if isinstance(node, For) and node.kind is ForKind.THREAD_BINDING:
             tag = node.thread_tag
-            if tag not in THREAD_TAGS and not tag.startswith("vthread"):
+            if is_vthread(tag):
+                raise ThreadBindingError(
+                    f"kernel {kernel}: loop {node.loop_var.name} is still bound to {tag}; "
+                    "virtual threads are not launched: run lower_vthread (a stage of "
+                    "gpu_stages) before forming kernels"
+                )
+            if tag not in THREAD_TAGS:
                 raise ThreadBindingError(
                     f"kernel {kernel}: loop {node.loop_var.name} is bound to unknown thread "
                     f"tag {tag!r}; expected one of {', '.join(THREAD_TAGS)}"

@@ -31,6 +31,7 @@ from tilewright.transform.lower_cross_thread_reduction import lower_cross_thread
 from tilewright.transform.lower_init_block import lower_init_block
 from tilewright.transform.lower_thread_allreduce import lower_thread_allreduce
 from tilewright.transform.lower_vectorized import lower_vectorized
+from tilewright.transform.lower_vthread import lower_vthread
 from tilewright.transform.plan_buffer_allocation import plan_buffer_allocation
 from tilewright.transform.remove_no_op import remove_no_op
 from tilewright.transform.simplify import simplify
@@ -176,6 +177,9 @@ def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         Stage("inline_unit_loops", inline_unit_loops),
         Stage("plan_buffer_allocation", plan_buffer_allocation),
         Stage("compact_buffer_allocation", compact_buffer_allocation),
+        # Buffers are placed and compacted but still N-d: a virtual thread's slice of a buffer
+        # allocated under it is a new leading dimension.
+        Stage("lower_vthread", lower_vthread),
         Stage("flatten_buffers", flatten_buffers),
         # Its shared buffers are flat and sized: after the allocation passes, before barriers.
         Stage("lower_thread_allreduce", partial(lower_thread_allreduce, target=target)),
