@@ -91,8 +91,8 @@ class AutoInline(ScheduleRule):
             return
         blocks = scope_blocks(scope_path(site))
         consumers = consumers_of(blocks, node)
-        const = self.inline_const_tensor and not node.reads and consumers
-        if const and _try(sch.compute_inline, block):
+        constant = self.inline_const_tensor and not node.reads and consumers
+        if constant and _try(sch.compute_inline, block):
             return
         if not is_spatial_prim_func(site.func) and not self._allowed(sch, block, node):
             return

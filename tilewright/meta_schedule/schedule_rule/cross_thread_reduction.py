@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tilewright.ir import Block, For, Stmt
-from tilewright.meta_schedule.analysis import bound_tags, needs_multi_level_tiling
+from tilewright.meta_schedule.analysis import block_of, bound_tags, needs_multi_level_tiling
 from tilewright.meta_schedule.schedule_rule.auto_bind import is_gpu
 from tilewright.meta_schedule.schedule_rule.reduction_loops import (
     SPATIAL,
@@ -118,7 +118,7 @@ def _compute_target(sch: Schedule, block: BlockRV) -> tuple[LoopRV, BlockRV, Loo
     first consumer, that consumer, and the consumer's innermost loop; None when the block
     writes several buffers, has no consumer, its first consumer is worth tiling, or its
     consumers share no loop."""
-    if len(sch.get(block).writes) != 1:  # type: ignore[union-attr]  # a BlockRV gives a Block
+    if len(block_of(sch, block).writes) != 1:
         return None
     consumers = sch.get_consumers(block)
     if not consumers or needs_multi_level_tiling(sch, consumers[0]):
