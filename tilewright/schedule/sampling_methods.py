@@ -138,51 +138,78 @@ class SamplingMethods:
         """
         target = self._target(block)
         site = self._state.block_ref_site(target, "sample_compute_location")
-        locations = self._compute_locations(site)
-        choices = sorted(locations)
+        candidates = self._location_candidates(site)
         if decision is None:
-            chosen = self._rng.choice(choices)
-        elif isinstance(decision, bool) or decision not in locations:
-            raise ScheduleError(
-                "sample_compute_location",
-                "decision",
-                f"block {site.block.name!r} cannot be computed at location {decision!r}; "
-                f"its locations are {choices}",
-                site.func,
-                site.block,
+            # The first legal one of a random permutation: uniform over the legal ones,
+            # without trying compute_at on every loop.
+            order = list(candidates)
+            self._rng.shuffle(order)
+            for chosen in order:
+                loop = self._legal(site, candidates, chosen)
+                if loop is not False:
+                    break
+        else:
+            legal = (
+                self._legal(site, candidates, decision)
+                if isinstance(decision, int) and not isinstance(decision, bool)
+                else False
             )
-        else:
-            chosen = int(decision)
-        loop = locations[chosen]
-        if loop is None:
-            ref = self._state.mark_ref("root" if chosen == ROOT else "inline")
-        else:
+            if legal is False:
+                choices = sorted(self._compute_locations(site))
+                raise ScheduleError(
+                    "sample_compute_location",
+                    "decision",
+                    f"block {site.block.name!r} cannot be computed at location {decision!r}; "
+                    f"its locations are {choices}",
+                    site.func,
+                    site.block,
+                )
+            chosen, loop = int(decision), legal
+        if isinstance(loop, Site):
             ref = self._state.loop_ref(site.func_name, loop.loop)
+        else:  # root is always legal, so the search above always ends on a location
+            ref = self._state.mark_ref("root" if chosen == ROOT else "inline")
         self._record("sample_compute_location", (target,), (), (ref,), chosen)
         return ref
+
+    def _location_candidates(self, site: Site) -> dict[int, Site | None]:
+        """Every location to consider: -2 (inline), -1 (root), and each loop above the
+        block's first consumer (by its index there), legal or not."""
+        found: dict[int, Site | None] = {INLINE: None, ROOT: None}
+        consumers = consumers_of(scope_blocks(scope_path(site)), site.block)
+        if consumers:
+            first = self._state.block_site(site.func_name, consumers[0].block.name, "sample")
+            index = self._state.index(site.func_name)
+            for i, loop in enumerate(get.get_loops(first)):
+                found[i] = Site(site.func_name, index.func, index.loops[loop.loop_var])
+        return found
+
+    def _legal(
+        self, site: Site, candidates: dict[int, Site | None], location: int
+    ) -> Site | bool | None:
+        """The loop of a legal location (None for root and inline), False if illegal."""
+        if location not in candidates:
+            return False
+        try:
+            if location == INLINE:
+                inline.compute_inline(site)
+            elif location >= 0:
+                loop_site = candidates[location]
+                assert loop_site is not None
+                compute_location.compute_at(site, loop_site, True)
+        except ScheduleError:
+            return False
+        return candidates[location]
 
     def _compute_locations(self, site: Site) -> dict[int, Site | None]:
         """Every legal location of the block: -2 (inline), -1 (root), and the index of each
         loop above its first consumer that ``compute_at`` accepts."""
+        candidates = self._location_candidates(site)
         found: dict[int, Site | None] = {}
-        try:
-            inline.compute_inline(site)
-            found[INLINE] = None
-        except ScheduleError:
-            pass
-        found[ROOT] = None
-        consumers = consumers_of(scope_blocks(scope_path(site)), site.block)
-        if not consumers:
-            return found
-        first = self._state.block_site(site.func_name, consumers[0].block.name, "sample")
-        index = self._state.index(site.func_name)
-        for i, loop in enumerate(get.get_loops(first)):
-            loop_site = Site(site.func_name, index.func, index.loops[loop.loop_var])
-            try:
-                compute_location.compute_at(site, loop_site, True)
-            except ScheduleError:
-                continue
-            found[i] = loop_site
+        for location in candidates:
+            legal = self._legal(site, candidates, location)
+            if legal is not False:
+                found[location] = None if isinstance(legal, bool) else legal
         return found
 
 
