@@ -45,3 +45,32 @@ def test_scalar_parameters():
     text = codegen_opencl(symbolic_add("opencl"))
     assert "__global float* restrict B, int n, float x) {" in text
     assert "if (i_0 * 64 + i_1 < n) {" in text
+
+
+def test_parameters_named_like_dialect_keywords_are_renamed_and_run():
+    import numpy as np
+    import pytest
+
+    import tilewright as tw
+    from tilewright.runtime import opencl_runtime
+    from tilewright.script import from_source
+
+    func = from_source(
+        """
+@T.prim_func
+def main(kernel: T.Buffer((8,), "float32"), local: T.Buffer((8,), "float32")):
+    for i in T.thread_binding(8, thread="threadIdx.x"):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            local[vi] = kernel[vi] * T.float32(2)
+"""
+    )
+    source = tw.build_artifact(func, target="opencl").source
+    assert "float* kernel" not in source and "float* local" not in source, source
+    if not opencl_runtime.available():
+        pytest.skip("no OpenCL platform")
+    rt_mod = tw.build(func, target="opencl")
+    a = tw.nd.array(np.arange(8, dtype="float32"), tw.opencl(0))
+    b = tw.nd.array(np.zeros(8, "float32"), tw.opencl(0))
+    rt_mod["main"](a, b)
+    np.testing.assert_array_equal(b.numpy(), np.arange(8, dtype="float32") * 2)

@@ -194,12 +194,14 @@ class CLikePrinter:
     # Intrinsics evaluated as statements for their effect (barriers, copies): the intrinsic →
     # a function of the printer and the call that emits the statement's lines.
     statement_emitters: ClassVar[dict[Intrinsic, StatementEmitter]] = {}
+    # Words of the dialect (qualifiers, builtins) no variable may be named.
+    reserved_words: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.indent = 0
         self.names: dict[Var, str] = {}
-        self.used: set[str] = set(C_KEYWORDS)
+        self.used: set[str] = set(C_KEYWORDS) | self.reserved_words
         self.helpers: dict[str, str] = {}  # name → definition, in first-use order
         self.nonneg: set[Var] = set()  # variables known to be >= 0
         self.value_arrays: set[Var] = set()  # local arrays holding values, not storage

@@ -60,6 +60,9 @@ class CUDAPrinter(DevicePrinter):
     target_name = "cuda"
     restrict = "__restrict__"
     helper_qualifier = "static __device__ __forceinline__"
+    reserved_words: ClassVar[frozenset[str]] = frozenset(
+        ["threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"]
+    )
     value_types: ClassVar[dict[str, str]] = {
         **_INT_TYPES,
         "float16": "half",

@@ -45,6 +45,9 @@ class MetalPrinter(DevicePrinter):
     target_name = "metal"
     restrict = ""
     helper_qualifier = "inline"
+    reserved_words: ClassVar[frozenset[str]] = frozenset(
+        ["kernel", "device", "threadgroup", "constant", "thread", "using", "namespace", "metal"]
+    )
     value_types: ClassVar[dict[str, str]] = _TYPES
     math_templates: ClassVar[dict[str, tuple[str, str]]] = {
         **{name: (f"{name}({{0}})", f"{name}({{0}})") for name in _UNARY},

@@ -43,6 +43,14 @@ class OpenCLPrinter(DevicePrinter):
     target_name = "opencl"
     restrict = "restrict"
     helper_qualifier = "inline"
+    reserved_words: ClassVar[frozenset[str]] = frozenset(
+        [
+            *("kernel", "global", "local", "constant", "private"),
+            *("__kernel", "__global", "__local", "__constant", "__private"),
+            *("read_only", "write_only", "read_write", "barrier"),
+            *("image2d_t", "image3d_t", "sampler_t", "event_t"),
+        ]
+    )
     value_types: ClassVar[dict[str, str]] = _TYPES
     math_templates: ClassVar[dict[str, tuple[str, str]]] = {
         **{name: (f"{name}({{0}})", f"{name}({{0}})") for name in _UNARY},
