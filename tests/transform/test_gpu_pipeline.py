@@ -43,6 +43,7 @@ GPU_STAGES = [
     "flatten_buffers",
     "lower_thread_allreduce",
     "unroll_loops",
+    "apply_unroll_pragmas",
     "simplify",
     "lower_vectorized",
     "inject_thread_sync",

@@ -43,6 +43,7 @@ STAGE_NAMES = [
     "plan_buffer_allocation",
     "compact_buffer_allocation",
     "flatten_buffers",
+    "apply_unroll_pragmas",
     "simplify",
     "remove_no_op",
     "verify",

@@ -47,6 +47,7 @@ from tilewright.ir import (
     collect_vars,
     intrinsics,
     op,
+    pre_order_visit,
     seq,
     substitute,
 )
@@ -54,6 +55,7 @@ from tilewright.ir.intrinsics import Effect, lookup_or_none
 
 Domain = Range | IntervalSet
 _UNBOUNDED = IntervalSet.everything()
+_RELAX_ROUNDS = 4  # loops whose bounds use outer relaxed loops, nested this deep
 
 
 def is_vthread(tag: str) -> bool:
@@ -237,18 +239,15 @@ def _collect_loads(tree: object, into: set[Var]) -> None:
 
 
 def _has_load_or_call(tree: object) -> bool:
+    """Whether ``tree`` reads memory, calls, or binds a variable: not a plain integer formula."""
     found = False
 
-    class _Find(Visitor):
-        def visit_BufferLoad(self, load: BufferLoad) -> None:
-            nonlocal found
-            found = True
+    def visit(node: object) -> bool:
+        nonlocal found
+        found = found or isinstance(node, BufferLoad | Call | Let)
+        return not found
 
-        def visit_Call(self, call: Call) -> None:
-            nonlocal found
-            found = True
-
-    _Find().visit(tree)
+    pre_order_visit(tree, visit)
     return found
 
 
@@ -267,8 +266,8 @@ class _Pusher:
     def push(self, stmt: Stmt, free: dict[Var, Domain]) -> Stmt:
         """``for v in range(n): stmt`` with the loop moved inside ``stmt`` where legal;
         ``free`` holds the variables (loops passed, threads) that differ between instances."""
-        if self.v not in collect_vars(stmt):
-            return stmt if self.runs_once(stmt) else self.wrap(stmt)
+        if self.v not in collect_vars(stmt) and self.runs_once(stmt):
+            return stmt
         if isinstance(stmt, For):
             return self.push_for(stmt, free)
         if isinstance(stmt, Allocate):
@@ -283,7 +282,10 @@ class _Pusher:
         return self.wrap(stmt)
 
     def wrap(self, stmt: Stmt) -> Stmt:
-        """The loop itself, around ``stmt``, as a ``T.unroll`` loop with a variable of its own."""
+        """The loop itself, around ``stmt``, as a ``T.unroll`` loop with a variable of its own
+        (just ``stmt`` at the first iteration when there is one)."""
+        if self.extent.value == 1:
+            return substitute(stmt, {self.v: self.min})
         var = Var(self.v.name, self.v.dtype)
         return For(var, self.min, self.extent, ForKind.UNROLLED, substitute(stmt, {self.v: var}))
 
@@ -353,6 +355,8 @@ class _Pusher:
     def disjoint(self, a: _Access, b: _Access, free: dict[Var, Domain]) -> bool:
         """Whether ``a`` at one ``v`` and ``b`` at another never touch one element: some
         dimension is ``c * v + r`` in both with the two ``r`` spanning less than ``|c|``."""
+        if len(a.indices) != len(b.indices):
+            return False
         for ia, ib in zip(a.indices, b.indices, strict=True):
             found = self.split(ia, {**free, **a.inner}), self.split(ib, {**free, **b.inner})
             (ca, ra), (cb, rb) = found
@@ -384,7 +388,20 @@ class _Pusher:
         if self.v in collect_vars(remainder):
             return 0, None
         span = eval_set(remainder, relax, self.analyzer)
-        return coef, span if span.is_bounded else None
+        # A domain over another relaxed variable leaves that variable in the ends: relax them
+        # again, since an end over a variable that differs between instances must not cancel.
+        for _ in range(_RELAX_ROUNDS):
+            lo, hi = span.min_value, span.max_value
+            if lo is None or hi is None or not _mentions((lo, hi), relax):
+                break
+            span = IntervalSet(
+                eval_set(lo, relax, self.analyzer).min_value,
+                eval_set(hi, relax, self.analyzer).max_value,
+            )
+        ends = (span.min_value, span.max_value)
+        if not span.is_bounded or _mentions(ends, relax) or self.v in collect_vars(ends):
+            return coef, None
+        return coef, span
 
     def push_allocate(self, alloc: Allocate, free: dict[Var, Domain]) -> Stmt:
         buffer = alloc.buffer
@@ -406,6 +423,10 @@ class _Pusher:
         slot = self.v if _is_zero(self.min) else op.sub(self.v, self.min)
         body = _Slices(buffer, sliced, slot).visit(alloc.body)
         return Allocate(sliced, self.push(body, free))
+
+
+def _mentions(tree: object, variables: Mapping[Var, Domain]) -> bool:
+    return any(v in variables for v in collect_vars(tree))
 
 
 def _is_zero(expr: PrimExpr) -> bool:

@@ -37,6 +37,7 @@ from tilewright.transform.remove_no_op import remove_no_op
 from tilewright.transform.simplify import simplify
 from tilewright.transform.split_host_device import split_host_device
 from tilewright.transform.unroll_loops import unroll_loops
+from tilewright.transform.unroll_pragmas import apply_unroll_pragmas
 from tilewright.transform.verify import verify_lowered
 from tilewright.transform.verify_bounds import verify_bounds
 from tilewright.transform.verify_gpu_code import verify_gpu_code
@@ -130,7 +131,8 @@ class StageLog:
 
 
 def cpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ...]:
-    """The lowering stages of a CPU target, in the order they run.
+    """The lowering stages of a CPU target, in the order they run (the auto-scheduler's
+    unroll pragmas applied after the buffers are flat).
 
     ``bounds_check`` adds ``instrument_bounds``: accesses not proven in range are checked
     when the kernel runs (``tw.build(..., bounds_check=True)``).
@@ -148,6 +150,8 @@ def cpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         Stage("plan_buffer_allocation", plan_buffer_allocation),
         Stage("compact_buffer_allocation", compact_buffer_allocation),
         Stage("flatten_buffers", flatten_buffers),
+        # The auto-scheduler's unroll pragmas, before simplify folds the written-out indices.
+        Stage("apply_unroll_pragmas", apply_unroll_pragmas),
         Stage("simplify", simplify),
         *([Stage("instrument_bounds", instrument_bounds)] if bounds_check else []),
         Stage("remove_no_op", remove_no_op),
@@ -157,11 +161,12 @@ def cpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
 
 def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ...]:
     """The lowering stages of a GPU target: reductions across threads made allreduces (warp
-    shuffles, shared memory), shared and local buffers placed and shrunk,
-    loops unrolled and vectorized, barriers inserted, the kernels checked against the target,
-    and each function split into a host function and its kernels (the last stage returns a
-    module). ``bounds_check`` adds ``instrument_bounds`` after the barriers are placed (so
-    that no check moves one).
+    shuffles, shared memory), shared and local buffers placed and shrunk, virtual threads
+    lowered, loops unrolled (``T.unroll`` loops and the auto-scheduler's pragmas) and
+    vectorized, barriers inserted, the kernels checked against the target, and each function
+    split into a host function and its kernels (the last stage returns a module).
+    ``bounds_check`` adds ``instrument_bounds`` after the barriers are placed (so that no
+    check moves one).
 
     Example::
 
@@ -184,6 +189,8 @@ def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         # Its shared buffers are flat and sized: after the allocation passes, before barriers.
         Stage("lower_thread_allreduce", partial(lower_thread_allreduce, target=target)),
         Stage("unroll_loops", unroll_loops),
+        # After unroll_loops: the loops a pragma only marks must stay loops.
+        Stage("apply_unroll_pragmas", apply_unroll_pragmas),
         Stage("simplify", simplify),
         Stage("lower_vectorized", lower_vectorized),
         Stage("inject_thread_sync", inject_thread_sync),

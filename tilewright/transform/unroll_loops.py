@@ -46,25 +46,38 @@ def unroll_loops(func: PrimFunc) -> PrimFunc:
     return func.with_body(_Unroller().visit(func.body))
 
 
+def write_out(loop: For, limit: int = MAX_UNROLLED_ITERATIONS) -> Stmt | None:
+    """``loop``'s body once per iteration, or ``None`` when it cannot be written out: a
+    symbolic bound, more than ``limit`` iterations, or an allocation inside (one per buffer).
+
+    Its kind is not looked at: ``apply_unroll_pragmas`` writes out serial loops too.
+
+    Example::
+
+        >>> write_out(For(k_1, 0, 2, ForKind.SERIAL, C[0] = C[0] + A[k_1]))
+        SeqStmt((C[0] = C[0] + A[0], C[0] = C[0] + A[1]))
+    """
+    low, count = loop.min, loop.extent
+    if not (isinstance(low, IntImm) and isinstance(count, IntImm)):
+        return None
+    start, extent = low.value, count.value
+    inner = _defined(loop.body)
+    if extent > limit or inner is None:
+        return None
+    copies = []
+    for i in range(extent):
+        # Each copy defines its own loop and let variables: one name, one definition.
+        mapping: dict[Var, PrimExpr] = {v: Var(v.name, v.dtype) for v in inner} if i else {}
+        mapping[loop.loop_var] = IntImm(start + i, loop.loop_var.dtype)
+        copies.append(substitute(loop.body, mapping))
+    return seq(*copies)
+
+
 class _Unroller(Mutator):
     def visit_For(self, loop: For) -> Stmt:
-        body: Stmt = self.visit(loop.body)
-        low, count = loop.min, loop.extent
-        if not (
-            loop.kind is ForKind.UNROLLED and isinstance(low, IntImm) and isinstance(count, IntImm)
-        ):
-            return loop.replace(body=body)
-        start, extent = low.value, count.value
-        inner = _defined(body)
-        if extent > MAX_UNROLLED_ITERATIONS or inner is None:
-            return loop.replace(body=body)
-        copies = []
-        for i in range(extent):
-            # Each copy defines its own loop and let variables: one name, one definition.
-            mapping: dict[Var, PrimExpr] = {v: Var(v.name, v.dtype) for v in inner} if i else {}
-            mapping[loop.loop_var] = IntImm(start + i, loop.loop_var.dtype)
-            copies.append(substitute(body, mapping))
-        return seq(*copies)
+        loop = loop.replace(body=self.visit(loop.body))
+        written = write_out(loop) if loop.kind is ForKind.UNROLLED else None
+        return loop if written is None else written
 
 
 def _defined(body: Stmt) -> list[Var] | None:
