@@ -16,6 +16,7 @@ from tilewright.codegen.cuda import codegen_cuda
 from tilewright.demo import matmul_module
 from tilewright.ir import For, ForKind, Mutator, PrimFunc, Stmt, assert_structural_equal
 from tilewright.runtime import opencl_runtime
+from tilewright.runtime.cuda_runtime import device_count
 from tilewright.runtime.cuda_runtime.nvrtc import compile_cuda, nvrtc_version
 from tilewright.schedule import Schedule
 from tilewright.script import from_source
@@ -456,3 +457,13 @@ def test_random_tilings_match_numpy_and_the_serial_vthread(case):
     np.testing.assert_allclose(got, x[0] @ x[1], rtol=1e-4, atol=1e-4)
     serial = run_module(tw.lower(_as_serial(sch.mod), "opencl"), "main", *x)[2]
     np.testing.assert_array_equal(got, serial)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(device_count() == 0, reason="needs a CUDA GPU")
+@pytest.mark.parametrize("caches", [False, True])
+def test_tiled_matmul_matches_numpy_on_cuda(caches):
+    x = _matmul_inputs(64)
+    args = [tw.nd.array(a, tw.cuda(0)) for a in x]
+    tw.build(_tiled(64, caches).mod, target="cuda")["main"](*args)
+    np.testing.assert_allclose(args[2].numpy(), x[0] @ x[1], rtol=1e-4, atol=1e-4)

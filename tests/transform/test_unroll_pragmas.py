@@ -14,6 +14,7 @@ from tilewright import config
 from tilewright.demo import matmul_module
 from tilewright.ir import PrimFunc, assert_structural_equal
 from tilewright.runtime import opencl_runtime
+from tilewright.runtime.cuda_runtime import device_count
 from tilewright.schedule import Schedule
 from tilewright.script import from_source
 from tilewright.transform import simplify
@@ -225,17 +226,7 @@ def test_built_c_programs_match_numpy(step, explicit):
     np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-4, atol=1e-4)
 
 
-@pytest.fixture
-def _need_opencl() -> None:
-    if not opencl_runtime.available():
-        if config.get().ci:
-            pytest.fail("no OpenCL platform: CI installs PoCL (pocl-opencl-icd)")
-        pytest.skip("no OpenCL platform")
-
-
-@pytest.mark.usefixtures("_need_opencl")
-@pytest.mark.parametrize("explicit", [0, 1])
-def test_opencl_build_on_pocl_matches_numpy(explicit):
+def _gpu_matmul(explicit: int) -> Schedule:
     sch = Schedule(matmul_module(32))
     block = sch.get_block("C")
     i, j, k = sch.get_loops(block)
@@ -249,6 +240,21 @@ def test_opencl_build_on_pocl_matches_numpy(explicit):
     sch.bind(j1, "threadIdx.y")
     sch.annotate(i0, "pragma_auto_unroll_max_step", 64)
     sch.annotate(i0, "pragma_unroll_explicit", explicit)
+    return sch
+
+
+@pytest.fixture
+def _need_opencl() -> None:
+    if not opencl_runtime.available():
+        if config.get().ci:
+            pytest.fail("no OpenCL platform: CI installs PoCL (pocl-opencl-icd)")
+        pytest.skip("no OpenCL platform")
+
+
+@pytest.mark.usefixtures("_need_opencl")
+@pytest.mark.parametrize("explicit", [0, 1])
+def test_opencl_build_on_pocl_matches_numpy(explicit):
+    sch = _gpu_matmul(explicit)
     rt_mod = tw.build(sch.mod, target="opencl")
     source = rt_mod.imported_modules[0].get_source()
     # k_1 x j_2 is 4 x 2 x 2 steps: unrolled; k_0 (8 x 16) is not.
@@ -258,4 +264,16 @@ def test_opencl_build_on_pocl_matches_numpy(explicit):
     a, b = (rng.standard_normal((32, 32)).astype("float32") for _ in range(2))
     args = [tw.nd.array(x, tw.opencl(0)) for x in (a, b, np.full((32, 32), np.nan, "float32"))]
     rt_mod["main"](*args)
+    np.testing.assert_allclose(args[2].numpy(), a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(device_count() == 0, reason="needs a CUDA GPU")
+@pytest.mark.parametrize("explicit", [0, 1])
+def test_cuda_build_matches_numpy_on_gpu(explicit):
+    sch = _gpu_matmul(explicit)
+    rng = np.random.default_rng(explicit)
+    a, b = (rng.standard_normal((32, 32)).astype("float32") for _ in range(2))
+    args = [tw.nd.array(x, tw.cuda(0)) for x in (a, b, np.full((32, 32), np.nan, "float32"))]
+    tw.build(sch.mod, target="cuda")["main"](*args)
     np.testing.assert_allclose(args[2].numpy(), a @ b, rtol=1e-4, atol=1e-4)
