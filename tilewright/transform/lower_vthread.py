@@ -19,6 +19,7 @@ iteration (a new leading dimension), as TVM's virtual-thread injection does.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from tilewright.arith import Analyzer, IntervalSet, eval_set, to_form
 from tilewright.arith.linear_form import build, is_linear_dtype
@@ -122,13 +123,12 @@ class _Lowerer(Mutator):
 # -- what a statement touches ------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
 class _Access:
-    __slots__ = ("data", "indices", "inner", "write")
-
-    def __init__(
-        self, data: Var, indices: tuple[PrimExpr, ...], write: bool, inner: dict[Var, Domain]
-    ) -> None:
-        self.data, self.indices, self.write, self.inner = data, indices, write, inner
+    data: Var  # the buffer's data variable
+    indices: tuple[PrimExpr, ...]
+    write: bool
+    inner: dict[Var, Domain]  # loops (ranges) and lets (unbounded) inside the statement
 
 
 class _Summary(Visitor):
