@@ -767,7 +767,7 @@ def test_verify_lets_an_unexpected_error_through(monkeypatch: pytest.MonkeyPatch
     def broken(*args: object, **kwargs: object) -> None:
         raise TypeError("a bug in a lowering pass")
 
-    monkeypatch.setattr(verify_gpu_code, "lower", broken)
+    monkeypatch.setattr(verify_gpu_code, "lower_module", broken)
     sch, func = _elementwise(256)
     with pytest.raises(TypeError, match="a bug"):
         _verify(sch, func)

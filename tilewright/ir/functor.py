@@ -120,26 +120,32 @@ class Mutator:
         return node.replace(**changes) if changes else node
 
 
+class _PostOrder(Visitor):
+    def __init__(self, fn: Callable[[Node], None]) -> None:
+        self.fn = fn
+
+    def generic_visit(self, node: Node) -> None:
+        super().generic_visit(node)
+        self.fn(node)
+
+
+class _PreOrder(Visitor):
+    def __init__(self, fn: Callable[[Node], bool | None]) -> None:
+        self.fn = fn
+
+    def generic_visit(self, node: Node) -> None:
+        if self.fn(node) is not False:
+            super().generic_visit(node)
+
+
 def post_order_visit(tree: object, fn: Callable[[Node], None]) -> None:
     """Call ``fn`` on every node of ``tree``, children before parents."""
-
-    class _Walk(Visitor):
-        def generic_visit(self, node: Node) -> None:
-            super().generic_visit(node)
-            fn(node)
-
-    _Walk().visit(tree)
+    _PostOrder(fn).visit(tree)
 
 
 def pre_order_visit(tree: object, fn: Callable[[Node], bool | None]) -> None:
     """Call ``fn`` on every node, parents first; ``fn`` returning ``False`` skips the subtree."""
-
-    class _Walk(Visitor):
-        def generic_visit(self, node: Node) -> None:
-            if fn(node) is not False:
-                super().generic_visit(node)
-
-    _Walk().visit(tree)
+    _PreOrder(fn).visit(tree)
 
 
 class _Substitute(Mutator):

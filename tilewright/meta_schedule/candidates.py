@@ -59,7 +59,8 @@ def apply_postprocs(context: TuneContext, sch: Schedule) -> str | None:
     sch.enter_postproc()
     for postproc in context.space_generator.postprocs:
         if not postproc.apply(sch):
-            return type(postproc).__name__
+            reason = getattr(postproc, "reason", "")
+            return type(postproc).__name__ + (f" ({reason})" if reason else "")
     return None
 
 
@@ -111,7 +112,8 @@ def sample_candidates(
             continue
         found.append(sch)
         if progress:
-            print(f"\r{context.task_name}: {len(found)}/{count} candidates", end="", file=sys.stderr)
+            line = f"\r{context.task_name}: {len(found)}/{count} candidates"
+            print(line, end="", file=sys.stderr)
     if progress:
         print(file=sys.stderr)
     report.sampled = len(found)

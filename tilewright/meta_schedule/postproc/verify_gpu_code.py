@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tilewright.driver import lower
+from tilewright.backend import lowering_stages
 from tilewright.ir import (
     Block,
     BufferLoad,
@@ -24,6 +24,7 @@ from tilewright.meta_schedule.postproc.postproc import Postproc
 from tilewright.schedule import Schedule, ScheduleError
 from tilewright.schedule.tree import children
 from tilewright.target import Target
+from tilewright.transform.pipeline import lower_module
 from tilewright.transform.verify_bounds import OutOfBoundsError
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class VerifyGPUCode(Postproc):
 
     def __init__(self) -> None:
         self.target: Target | None = None
+        self.reason = ""  # why the last candidate was rejected
 
     def _initialize_with_tune_context(self, context: TuneContext) -> None:
         if context.target is None:
@@ -67,16 +69,41 @@ class VerifyGPUCode(Postproc):
         if self.target is None:
             raise ValueError("VerifyGPUCode has no target: initialise it through a TuneContext")
         warp = max(int(self.target.thread_warp_size), 1)
+        self.reason = ""
         for _, func in sch.mod.items():
             root = root_block(func)
             body = func.body if root is None else root
-            if not thread_extents_fit(body, warp) or vthread_product(body) > MAX_VTHREAD:
+            if not thread_extents_fit(body, warp):
+                self.reason = "thread extent"
                 return False
+            if vthread_product(body) > MAX_VTHREAD:
+                self.reason = "vthread"
+                return False
+        # Unrolling changes neither threads, shared memory nor vector widths, and writing out
+        # a candidate's unrolled loops is most of the cost of lowering it: skip those stages.
+        stages = [s for s in lowering_stages(self.target) if s.name not in _UNROLLING]
         try:
-            lowered = lower(sch.mod, self.target)
-        except REFUSALS:
+            lowered = lower_module(sch.mod, stages)
+        except REFUSALS as err:
+            self.reason = _short(err)
             return False
-        return widest_vector_bytes(lowered) <= MAX_VECTOR_BYTES
+        if widest_vector_bytes(lowered) > MAX_VECTOR_BYTES:
+            self.reason = "vector width"
+            return False
+        return True
+
+
+def _short(err: Exception) -> str:
+    """A rejection reason to count: the error's first words, without the numbers."""
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    if "shared memory" in text:
+        return "shared memory"
+    if "threads" in text:
+        return "threads per block"
+    return type(err).__name__
+
+
+_UNROLLING = ("unroll_loops", "apply_unroll_pragmas")
 
 
 def thread_extents_fit(stmt: Stmt, warp_size: int) -> bool:

@@ -218,4 +218,3 @@ class MultiLevelTiling(ScheduleRule):
             return [state]
         state.sch.reverse_compute_at(state.write_cache, location, preserve_unit_loops=True)
         return [state]
-

@@ -43,26 +43,21 @@ def sample_perfect_tile(
     """``n`` factors whose product is ``extent``, the innermost at most
     ``max_innermost_factor`` (no bound when it is 0 or less), outermost first.
 
-    The innermost factor is drawn uniformly from the divisors allowed; each prime factor of
-    what remains then goes to one of the other positions, uniformly.
+    Each prime factor of the extent goes to one of the ``n`` positions, uniformly; a draw
+    whose innermost factor is above the bound is drawn again (TVM draws the same way).
 
     Example::
 
         >>> sample_perfect_tile(random.Random(0), 1024, 4, 16)
-        [8, 2, 4, 16]
+        [8, 8, 16, 1]
     """
-    allowed = [
-        d for d in divisors(extent) if max_innermost_factor <= 0 or d <= max_innermost_factor
-    ]
-    inner = rng.choice(allowed)
-    factors = [1] * n
-    factors[-1] = inner
-    if n > 1:
-        for prime in prime_factors(extent // inner):
-            factors[rng.randrange(n - 1)] *= prime
-    else:
-        factors[-1] = extent
-    return factors
+    primes = prime_factors(extent)
+    while True:  # ends: every prime placed outside is always a valid draw
+        factors = [1] * n
+        for prime in primes:
+            factors[rng.randrange(n)] *= prime
+        if n == 1 or max_innermost_factor <= 0 or factors[-1] <= max_innermost_factor:
+            return factors
 
 
 def check_perfect_tile(

@@ -1,0 +1,99 @@
+"""Random sampling of the CPU design space beside the demo's hand schedule, in one run.
+
+Draws 64 candidates of the seed matmul (1024^3 float32) from the default "llvm" design
+space (``ms.sample_candidates``: no search, no cost model), builds each as C, checks each
+against a float64 reference, times it, and prints the best beside the hand schedule of
+``tilewright.demo.cpu_schedule`` and numpy, all measured in this run.
+
+    python benchmarks/sample_cpu_matmul.py [--size 1024] [--candidates 64] [--seed 0]
+"""
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+import tilewright as tw
+from tilewright import meta_schedule as ms
+from tilewright.demo import cpu_schedule, matmul_module
+
+
+def _seconds(rt_mod: tw.runtime.Module, args: list[np.ndarray], repeat: int) -> float:
+    timer = rt_mod.time_evaluator("main", tw.cpu(0), number=1, repeat=repeat)
+    return float(timer(*args).median)
+
+
+def _numpy_seconds(a: np.ndarray, b: np.ndarray, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        np.matmul(a, b)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size", type=int, default=1024)
+    parser.add_argument("--candidates", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    n = args.size
+    flops = 2.0 * n**3
+    mod = matmul_module(n)
+
+    rng = np.random.default_rng(0)
+    a = rng.random((n, n), dtype=np.float32)
+    b = rng.random((n, n), dtype=np.float32)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+
+    def check(rt_mod: tw.runtime.Module) -> list[np.ndarray]:
+        c = np.full((n, n), np.nan, dtype=np.float32)
+        rt_mod["main"](a, b, c)
+        err = float(np.max(np.abs(c - ref) / np.abs(ref)))
+        if not err < 1e-4:
+            raise AssertionError(f"wrong result: max relative error {err:.2e}")
+        return [a, b, c]
+
+    target = f"llvm --num-cores={os.cpu_count()}"
+    ctx = ms.TuneContext(mod, target=target, task_name="matmul", rand_state=args.seed)
+    start = time.perf_counter()
+    candidates, report = ms.sample_candidates(ctx, args.candidates, progress=True)
+    print(f"sampled: {report}")
+
+    best: tuple[float, int] | None = None
+    for k, sch in enumerate(candidates):
+        rt_mod = tw.build(sch.mod, target="c")
+        seconds = _seconds(rt_mod, check(rt_mod), 1)
+        if best is None or seconds < best[0] * 1.5:  # time the promising ones again
+            seconds = min(seconds, _seconds(rt_mod, check(rt_mod), args.repeat))
+        if best is None or seconds < best[0]:
+            best = (seconds, k)
+        print(f"  candidate {k:3d}: {flops / seconds / 1e9:7.1f} GFLOP/s", flush=True)
+    elapsed = time.perf_counter() - start
+    assert best is not None
+
+    # The best candidate, the hand schedule and numpy again, interleaved in rounds.
+    best_mod = tw.build(candidates[best[1]].mod, target="c")
+    hand_mod = tw.build(cpu_schedule(mod).mod, target="c")
+    best_args, hand_args = check(best_mod), check(hand_mod)
+    rounds: dict[str, list[float]] = {"best": [], "hand": [], "numpy": []}
+    for _ in range(3):
+        rounds["best"].append(_seconds(best_mod, best_args, args.repeat))
+        rounds["hand"].append(_seconds(hand_mod, hand_args, args.repeat))
+        rounds["numpy"].append(_numpy_seconds(a, b, args.repeat))
+    ours, hand, peer = (float(np.median(rounds[k])) for k in ("best", "hand", "numpy"))
+
+    print(f"\nmatmul {n}^3 float32 on {os.cpu_count()} cores, {len(candidates)} random candidates")
+    print(f"sampling, building and timing: {elapsed:.0f} s")
+    print(f"best candidate ({best[1]}) trace:\n{candidates[best[1]].trace}\n")
+    print(f"best sampled {flops / ours / 1e9:8.1f} GFLOP/s  ({ours * 1e3:.2f} ms, median)")
+    print(f"hand (demo)  {flops / hand / 1e9:8.1f} GFLOP/s  ({hand * 1e3:.2f} ms)")
+    print(f"numpy        {flops / peer / 1e9:8.1f} GFLOP/s  ({peer * 1e3:.2f} ms)")
+    print(f"ratio        {hand / ours:8.2f}x the hand schedule, {peer / ours:.2f}x numpy")
+
+
+if __name__ == "__main__":
+    main()
