@@ -22,6 +22,8 @@ The lowered form (the contract with code generation, checked by ``verify_lowered
   domain, written over the loop variables (``if k_0 * 4 + k_1 == 0:``), in the loop nest at
   the block's position; a ``T.where`` predicate is an ``IfThenElse`` around the block's body,
   init included.
+- ``pragma_auto_unroll_max_step`` / ``pragma_unroll_explicit`` annotations are gone, applied
+  by ``apply_unroll_pragmas``.
 - Loops of extent one are gone (their variable replaced by ``min``) unless thread-bound or
   annotated.
 - Block reads/writes and block annotations are dropped; ``match_buffer`` views are accesses
@@ -31,7 +33,7 @@ For GPU kinds (``cuda``, ``opencl``, ``metal``) the lowered module holds, for ea
 function ``f``, a host function ``f`` (same params and N-d ``buffer_map``) whose body only
 launches kernels (``intrinsics.LAUNCH_KERNEL``) and device functions ``f_kernel``,
 ``f_kernel_1``, ... (attribute ``tir.is_kernel``) whose bodies are in the form above with
-thread-bound loops kept,
+blockIdx/threadIdx-bound loops kept (vthread loops are gone: ``lower_vthread``),
 ``shared``/``local`` buffers compacted and ``intrinsics.SYNC_THREADS`` barriers; see
 ``split_host_device``.
 
@@ -58,6 +60,7 @@ from tilewright.transform.lower_thread_allreduce import (
     lower_thread_allreduce,
 )
 from tilewright.transform.lower_vectorized import is_aligned_ramp, lower_vectorized
+from tilewright.transform.lower_vthread import lower_vthread
 from tilewright.transform.pass_context import PassContext
 from tilewright.transform.pipeline import (
     Lowering,
@@ -73,6 +76,7 @@ from tilewright.transform.remove_no_op import remove_no_op
 from tilewright.transform.simplify import simplify
 from tilewright.transform.split_host_device import split_host_device
 from tilewright.transform.unroll_loops import unroll_loops
+from tilewright.transform.unroll_pragmas import apply_unroll_pragmas
 from tilewright.transform.verify import LoweredFormError, verify_lowered
 from tilewright.transform.verify_bounds import OutOfBoundsError, verify_bounds
 from tilewright.transform.verify_gpu_code import GPUCodeError, verify_gpu_code
@@ -89,6 +93,7 @@ __all__ = [
     "StageLog",
     "ThreadAllreduceError",
     "add_note",
+    "apply_unroll_pragmas",
     "cpu_stages",
     "gpu_stages",
     "ThreadBindingError",
@@ -105,6 +110,7 @@ __all__ = [
     "lower_module",
     "lower_thread_allreduce",
     "lower_vectorized",
+    "lower_vthread",
     "plan_buffer_allocation",
     "remove_no_op",
     "simplify",
