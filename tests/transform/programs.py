@@ -306,4 +306,5 @@ def assert_passes_preserve(program: Program, passes: list[Callable[[PrimFunc], P
     for transform in passes:
         func = transform(func)
         for got, want in zip(run(func, *inputs), expected):
-            np.testing.assert_array_equal(got, want, err_msg=transform.__name__)
+            name = getattr(transform, "__name__", None) or transform.func.__name__  # type: ignore[attr-defined]  # a functools.partial
+            np.testing.assert_array_equal(got, want, err_msg=name)

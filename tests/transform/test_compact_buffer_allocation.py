@@ -179,3 +179,44 @@ def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
 """)
     )
     assert _shapes(compact_buffer_allocation(func)) == {"S": (64,)}
+
+
+_GLOBAL_CACHE = """
+@T.prim_func
+def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32")):
+    C_global = T.alloc_buffer((64, 64))
+    for i_0 in T.parallel(8):
+        for i_1, j in T.grid(8, 64):
+            with T.block("C"):
+                vi = T.axis.spatial(64, i_0 * 8 + i_1)
+                vj = T.axis.spatial(64, j)
+                C_global[vi, vj] = A[vi, vj] * T.float32(2)
+        for ax0, ax1 in T.grid(8, 64):
+            with T.block("C_global"):
+                v0 = T.axis.spatial(64, i_0 * 8 + ax0)
+                v1 = T.axis.spatial(64, ax1)
+                B[v0, v1] = C_global[v0, v1]
+"""
+
+
+def test_a_global_cache_moves_into_its_loop_and_shrinks_on_the_cpu_only() -> None:
+    import numpy as np
+
+    import tilewright as tw
+
+    func = _parse(_GLOBAL_CACHE)
+    lowered = inline_unit_loops(lower_blocks(lower_init_block(func)))
+    # GPU targets (the defaults): a global buffer stays whole, at the root.
+    assert _shapes(compact_buffer_allocation(plan_buffer_allocation(lowered))) == {
+        "C_global": (64, 64)
+    }
+    # CPU targets: one 8 x 64 tile per iteration of the parallel loop.
+    cpu = compact_buffer_allocation(
+        plan_buffer_allocation(lowered, keep_global=False), scopes=("shared", "local", "global")
+    )
+    assert _shapes(cpu) == {"C_global": (8, 64)}
+    assert "float C_global[512]" in tw.build_artifact(func, target="c").source
+    a = np.random.default_rng(0).standard_normal((64, 64)).astype("float32")
+    b = np.zeros((64, 64), "float32")
+    tw.build(func, target="c")["main"](a, b)
+    np.testing.assert_array_equal(b, a * 2)

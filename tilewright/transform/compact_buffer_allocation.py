@@ -42,16 +42,20 @@ from tilewright.ir import (
 )
 
 
-def compact_buffer_allocation(func: PrimFunc) -> PrimFunc:
-    """Shrink each ``shared`` / ``local`` allocation to the region its accesses cover.
+def compact_buffer_allocation(
+    func: PrimFunc, *, scopes: tuple[str, ...] = ("shared", "local")
+) -> PrimFunc:
+    """Shrink each allocation of the given ``scopes`` (by prefix) to the region its accesses
+    cover.
 
     Conditions around an access (a ``T.where`` lowered to ``if``) narrow its bound when they
     limit the same combination of relaxed loops as the index (``ax0_0 * 128 + ax0_1 < 130``).
     A dimension whose region has no constant extent, or is not smaller, keeps its full size.
-    ``global`` buffers are left alone.
+    By default ``global`` buffers are left alone (GPU targets); CPU targets compact them too.
 
     Args:
         func: a function after ``plan_buffer_allocation``, buffers still N-d.
+        scopes: the storage scopes (prefixes) whose allocations are compacted.
 
     Example::
 
@@ -60,7 +64,7 @@ def compact_buffer_allocation(func: PrimFunc) -> PrimFunc:
         A_shared[i_0 * 128 + ax0_0 * 128 + ax0_1]   A_shared[ax0_0 * 128 + ax0_1]
         ... A_shared[i_0 * 128 + i_1 + 2]           ... A_shared[i_1 + 2]
     """
-    collector = _Collector()
+    collector = _Collector(scopes)
     collector.visit(func.body)
     plans: dict[Var, _Plan] = {}
     for data, accesses in collector.accesses.items():
@@ -97,9 +101,11 @@ class _Plan:
 
 
 class _Collector(Visitor):
-    """Finds shared/local allocations and the context (loops, conditions) of each access."""
+    """Finds the allocations of the given scopes and the context (loops, conditions) of each
+    access."""
 
-    def __init__(self) -> None:
+    def __init__(self, scopes: tuple[str, ...]) -> None:
+        self.scopes = scopes
         self.loops: list[tuple[For, int]] = []  # (loop, number of allocations open above it)
         self.conditions: list[PrimExpr] = []
         self.lets: list[tuple[Var, int]] = []  # (let variable, allocations open above it)
@@ -128,7 +134,7 @@ class _Collector(Visitor):
 
     def visit_Allocate(self, alloc: Allocate) -> None:
         data = alloc.buffer.data
-        if alloc.buffer.scope.startswith(("shared", "local")) and data not in self.allocations:
+        if alloc.buffer.scope.startswith(self.scopes) and data not in self.allocations:
             self.allocations[data] = alloc
             self.accesses[data] = []
             self.depth[data] = len(self.open)

@@ -147,8 +147,12 @@ def cpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         Stage("lower_init_block", lower_init_block),
         Stage("lower_blocks", lower_blocks),
         Stage("inline_unit_loops", inline_unit_loops),
-        Stage("plan_buffer_allocation", plan_buffer_allocation),
-        Stage("compact_buffer_allocation", compact_buffer_allocation),
+        # On the CPU a tile-sized global cache moves to its loop and shrinks to its tile.
+        Stage("plan_buffer_allocation", partial(plan_buffer_allocation, keep_global=False)),
+        Stage(
+            "compact_buffer_allocation",
+            partial(compact_buffer_allocation, scopes=("shared", "local", "global")),
+        ),
         Stage("flatten_buffers", flatten_buffers),
         # The auto-scheduler's unroll pragmas, before simplify folds the written-out indices.
         Stage("apply_unroll_pragmas", apply_unroll_pragmas),

@@ -22,17 +22,20 @@ from tilewright.ir import (
 )
 
 
-def plan_buffer_allocation(func: PrimFunc) -> PrimFunc:
+def plan_buffer_allocation(func: PrimFunc, *, keep_global: bool = True) -> PrimFunc:
     """Move each ``Allocate`` to the lowest loop whose body holds every access of its buffer.
 
     The allocation wraps the body of that loop (or the whole function body when the accesses
-    share no loop). Buffers in ``global`` scope stay where they are: they cannot live inside a
-    kernel. Shared buffers may land inside a ``threadIdx`` loop (a loop that is not a loop on
+    share no loop). With ``keep_global`` (GPU targets) buffers in ``global`` scope stay where
+    they are: they cannot live inside a kernel. On the CPU they move like the others, so that
+    a tile-sized cache (``cache_write(block, 0, "global")``) lives on the stack of the loop
+    that uses it. Shared buffers may land inside a ``threadIdx`` loop (a loop that is not a loop on
     the device): ``compact_buffer_allocation`` then relaxes the thread index, so the buffer
     still holds what the whole thread block touches. An allocation nobody accesses is dropped.
 
     Args:
         func: a function after ``lower_blocks`` (allocations are ``Allocate`` statements).
+        keep_global: leave ``global`` allocations in place.
 
     Example::
 
@@ -46,7 +49,7 @@ def plan_buffer_allocation(func: PrimFunc) -> PrimFunc:
     finder.visit(func.body)
     places: dict[Var, tuple[For, ...] | None] = {}
     for data, alloc in finder.allocations.items():
-        if alloc.buffer.scope == "global":
+        if alloc.buffer.scope == "global" and keep_global:
             continue
         paths = finder.uses.get(data, [])
         places[data] = _common_prefix(paths) if paths else None
