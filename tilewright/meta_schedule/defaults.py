@@ -70,7 +70,9 @@ def schedule_rules(target: Target) -> list[R.ScheduleRule]:
             tile_binds=None,
             max_innermost_factor=64,
             vector_load_lens=None,
-            reuse_read=None,
+            # Beyond TVM's CPU space: optionally pack the inputs the vectorized inner loop
+            # streams (B's columns in a matmul) into a contiguous panel per outer tile.
+            reuse_read=R.ReuseType(req="may", levels=[1], scope="global", buffers="vector"),
             reuse_write=R.ReuseType(req="may", levels=[1, 2], scope="global"),
         ),
         R.ParallelizeVectorizeUnroll(

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from tilewright.ir import Block, IterKind, collect_vars
 from tilewright.meta_schedule.analysis import (
     COOPERATIVE_FETCH,
     THREAD_EXTENT_HIGH,
@@ -39,6 +40,10 @@ class ReuseType:
         req: ``"no"``, ``"may"`` or ``"must"``.
         levels: the tiling levels (1-based) at whose last loop the cache may sit.
         scope: the cache's storage scope (``"shared"``, ``"local"``, ``"global"``).
+        buffers: which inputs a read cache takes: ``"all"`` (TVM's behaviour), or
+            ``"vector"``: only those whose last index is the block's innermost spatial
+            iterator, the rows a vectorized inner loop streams (packing them makes them
+            contiguous; the others are read as scalars).
 
     Example::
 
@@ -48,10 +53,13 @@ class ReuseType:
     req: str = "no"
     levels: Sequence[int] = ()
     scope: str = "global"
+    buffers: str = "all"
 
     def __post_init__(self) -> None:
         if self.req not in ("no", "may", "must"):
             raise ValueError(f"ReuseType.req is 'no', 'may' or 'must', not {self.req!r}")
+        if self.buffers not in ("all", "vector"):
+            raise ValueError(f"ReuseType.buffers is 'all' or 'vector', not {self.buffers!r}")
         object.__setattr__(self, "levels", tuple(int(v) for v in self.levels))
 
 
@@ -201,6 +209,8 @@ class MultiLevelTiling(ScheduleRule):
                 buffer = block_of(sch, state.block).reads[index].buffer
                 if any(buffer == w.buffer for w in block_of(sch, state.block).writes):
                     continue
+                if reuse.buffers == "vector" and not _streamed(block_of(sch, state.block), index):
+                    continue
                 cache = sch.cache_read(state.block, index, reuse.scope)
                 sch.compute_at(cache, location, preserve_unit_loops=True)
                 if self.vector_load_lens:
@@ -218,3 +228,10 @@ class MultiLevelTiling(ScheduleRule):
             return [state]
         state.sch.reverse_compute_at(state.write_cache, location, preserve_unit_loops=True)
         return [state]
+
+
+def _streamed(block: Block, index: int) -> bool:
+    """The block's ``index``-th input is indexed last by its innermost spatial iterator."""
+    spatial = [iv.var for iv in block.iter_vars if iv.kind is IterKind.SPATIAL]
+    region = block.reads[index].region
+    return bool(spatial and region) and spatial[-1] in collect_vars(region[-1].min)
