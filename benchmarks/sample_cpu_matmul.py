@@ -63,28 +63,31 @@ def main() -> None:
     candidates, report = ms.sample_candidates(ctx, args.candidates, progress=True)
     print(f"sampled: {report}")
 
-    best: tuple[float, int] | None = None
+    first: list[tuple[float, int]] = []
     for k, sch in enumerate(candidates):
         rt_mod = tw.build(sch.mod, target="c")
-        seconds = _seconds(rt_mod, check(rt_mod), 1)
-        if best is None or seconds < best[0] * 1.5:  # time the promising ones again
-            seconds = min(seconds, _seconds(rt_mod, check(rt_mod), args.repeat))
-        if best is None or seconds < best[0]:
-            best = (seconds, k)
+        seconds = _seconds(rt_mod, check(rt_mod), args.repeat)
+        first.append((seconds, k))
         print(f"  candidate {k:3d}: {flops / seconds / 1e9:7.1f} GFLOP/s", flush=True)
     elapsed = time.perf_counter() - start
-    assert best is not None
 
-    # The best candidate, the hand schedule and numpy again, interleaved in rounds.
-    best_mod = tw.build(candidates[best[1]].mod, target="c")
-    hand_mod = tw.build(cpu_schedule(mod).mod, target="c")
-    best_args, hand_args = check(best_mod), check(hand_mod)
-    rounds: dict[str, list[float]] = {"best": [], "hand": [], "numpy": []}
+    # The five fastest candidates, the hand schedule and numpy again, interleaved in rounds;
+    # the best candidate is the one with the best median over the rounds.
+    top = [k for _, k in sorted(first)[:5]]
+    modules = {f"#{k}": tw.build(candidates[k].mod, target="c") for k in top}
+    modules["hand"] = tw.build(cpu_schedule(mod).mod, target="c")
+    arrays = {name: check(m) for name, m in modules.items()}
+    rounds: dict[str, list[float]] = {name: [] for name in [*modules, "numpy"]}
     for _ in range(3):
-        rounds["best"].append(_seconds(best_mod, best_args, args.repeat))
-        rounds["hand"].append(_seconds(hand_mod, hand_args, args.repeat))
+        for name, m in modules.items():
+            rounds[name].append(_seconds(m, arrays[name], args.repeat))
         rounds["numpy"].append(_numpy_seconds(a, b, args.repeat))
-    ours, hand, peer = (float(np.median(rounds[k])) for k in ("best", "hand", "numpy"))
+    median = {name: float(np.median(times)) for name, times in rounds.items()}
+    best_name = min((name for name in median if name.startswith("#")), key=median.get)
+    best = (median[best_name], int(best_name[1:]))
+    ours, hand, peer = median[best_name], median["hand"], median["numpy"]
+    for name in modules:
+        print(f"  {name:>5}: {flops / median[name] / 1e9:7.1f} GFLOP/s (median of rounds)")
 
     print(f"\nmatmul {n}^3 float32 on {os.cpu_count()} cores, {len(candidates)} random candidates")
     print(f"sampling, building and timing: {elapsed:.0f} s")
