@@ -179,3 +179,19 @@ def test_simplified_drops_unused_queries_and_still_replays() -> None:
     replayed = Schedule(square_matmul)
     simple.apply_to_schedule(replayed)
     assert_structural_equal(replayed.mod, sch.mod)
+
+
+def test_replay_refuses_a_module_with_another_number_of_loops() -> None:
+    sch = Schedule(vector_add)
+    sch.get_loops(sch.get_block("C"))
+
+    @T.prim_func
+    def nested(A: T.Buffer((4, 4), "float32"), C: T.Buffer((4, 4), "float32")):
+        for i, j in T.grid(4, 4):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = A[vi, vj]
+
+    with pytest.raises(ScheduleError, match="expects 1 results of get_loops") as info:
+        sch.trace.apply_to_schedule(Schedule(nested))
+    assert info.value.rule == "stale-reference"

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from tilewright.ir.expr import FloatImm, IntImm, PrimExpr
+from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.instruction import Instruction, Ref
 from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
 
@@ -166,6 +167,13 @@ class Trace:
             outputs = (
                 [] if spec.outputs == "none" else [result] if spec.outputs == "one" else result
             )
+            if len(outputs) != len(inst.outputs):
+                raise ScheduleError(
+                    spec.name,
+                    "stale-reference",
+                    f"the trace expects {len(inst.outputs)} results of {spec.name}, the "
+                    f"schedule gave {len(outputs)}: the trace does not fit this module",
+                )
             for old, new in zip(inst.outputs, outputs):
                 mapping[old] = new
 
