@@ -1,0 +1,87 @@
+"""The runner protocol: artifacts in, measured times out (TVM's ``ms.runner`` names).
+
+A ``RunnerInput`` is plain, serialisable data: the artifact's path, the device kind, the
+argument descriptions and, for checking, where the reference outputs live. ``run`` returns
+futures at once; ``result()`` of each gives the times in seconds or the error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from tilewright.meta_schedule.arg_info import TensorInfo
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluatorConfig:
+    """How a candidate is timed: ``number`` calls per repeat, ``repeat`` repeats, each
+    repeat at least ``min_repeat_ms`` long; ``enable_cpu_cache_flush`` rotates inputs
+    through buffers larger than the caches so that no repeat runs from a warm cache."""
+
+    number: int = 3
+    repeat: int = 1
+    min_repeat_ms: int = 40
+    enable_cpu_cache_flush: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferenceCheck:
+    """How a runner checks a candidate's output before its time counts.
+
+    The runner draws the arguments from ``seed`` (``runner.random_arguments``: uniform,
+    never zero), calls the candidate once and compares every argument afterwards with the
+    arrays stored at ``reference_path`` (an ``.npz`` of the unscheduled module's results on
+    the same arguments, ``arg0``, ``arg1``, ...).
+    """
+
+    reference_path: str
+    seed: int = 0
+    rtol: float = 1e-3
+    atol: float = 1e-4
+
+
+@dataclasses.dataclass(frozen=True)
+class RunnerInput:
+    """One built candidate to measure."""
+
+    artifact_path: str
+    device_type: str
+    args_info: tuple[TensorInfo, ...]
+    check: ReferenceCheck | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunnerResult:
+    """``run_secs`` (one entry per repeat) when the candidate ran and matched the reference,
+    else ``error_msg`` (crash, timeout, device fault, wrong result)."""
+
+    run_secs: tuple[float, ...] | None = None
+    error_msg: str | None = None
+
+
+class RunnerFuture:
+    """A measurement in flight: ``done()`` polls, ``result()`` waits."""
+
+    def __init__(self, f_done: Callable[[], bool], f_result: Callable[[], RunnerResult]) -> None:
+        self._done = f_done
+        self._result = f_result
+
+    def done(self) -> bool:
+        return self._done()
+
+    def result(self) -> RunnerResult:
+        return self._result()
+
+    @staticmethod
+    def ready(result: RunnerResult) -> RunnerFuture:
+        """A future that is already done."""
+        return RunnerFuture(lambda: True, lambda: result)
+
+
+class Runner:
+    """Measures candidates; subclasses implement ``run``."""
+
+    def run(self, runner_inputs: list[RunnerInput]) -> list[RunnerFuture]:
+        """One future per input, in order."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement run")
