@@ -1,0 +1,111 @@
+"""The tuner's command line.
+
+    python -m tilewright.meta_schedule tune FILE.py --target cuda --trials 1000 --work-dir DIR
+    python -m tilewright.meta_schedule show DIR
+
+``tune`` loads ``FILE.py`` (a Python file defining an ``IRModule`` or a ``T.prim_func``;
+``--name`` picks one when it defines several) and tunes it into ``DIR``; a second run with
+the same ``DIR`` resumes. ``show`` prints, per workload of ``DIR``'s database, the best
+record: its speed, its trace and the scheduled module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+
+from tilewright.ir import IRModule, PrimFunc
+
+
+def _load_module(path: str, name: str | None) -> IRModule | PrimFunc:
+    namespace = runpy.run_path(path, run_name="__tilewright_tune__")
+    found = {k: v for k, v in namespace.items() if isinstance(v, IRModule | PrimFunc)}
+    if name is not None:
+        if name not in found:
+            raise SystemExit(
+                f"{path}: no IRModule or prim_func named {name!r} (found: "
+                f"{', '.join(found) or 'none'})"
+            )
+        return found[name]
+    if len(found) != 1:
+        raise SystemExit(
+            f"{path}: defines {len(found)} IRModules/prim_funcs "
+            f"({', '.join(found) or 'none'}); pick one with --name"
+        )
+    return next(iter(found.values()))
+
+
+def _tune(args: argparse.Namespace) -> None:
+    from tilewright.meta_schedule.tune import tune_tir
+
+    mod = _load_module(args.file, args.name)
+    tune_tir(
+        mod,
+        args.target,
+        work_dir=args.work_dir,
+        max_trials_global=args.trials,
+        num_trials_per_iter=args.per_iter,
+        strategy=args.strategy,
+        cost_model=args.cost_model,
+        seed=args.seed,
+    )
+    _show(argparse.Namespace(work_dir=args.work_dir, trace=False))
+
+
+def _show(args: argparse.Namespace) -> None:
+    from tilewright.meta_schedule.database import JSONDatabase
+    from tilewright.meta_schedule.flop_count import estimate_flops
+
+    db = JSONDatabase(work_dir=args.work_dir, allow_missing=False)
+    groups: dict[int, list] = {}
+    for record in db.get_all_tuning_records():
+        groups.setdefault(record.workload.shash, []).append(record)
+    if not groups:
+        print(f"{args.work_dir}: no tuning records")
+        return
+    for shash, records in groups.items():
+        workload = records[0].workload
+        valid = sorted((r for r in records if r.is_valid), key=lambda r: r.mean_secs)
+        names = ", ".join(name for name, _ in workload.mod.items())
+        print(f"workload {names} (hash {shash}): {len(records)} records, {len(valid)} valid")
+        if not valid:
+            continue
+        best = valid[0]
+        flops = estimate_flops(workload.mod)
+        print(
+            f"best: {best.mean_secs * 1e3:.4f} ms, {flops / best.mean_secs / 1e9:.2f} GFLOP/s "
+            f"on {best.target}"
+        )
+        if args.trace:
+            print("trace:")
+            print(best.trace)
+        print(best.as_schedule().mod.script())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tilewright.meta_schedule")
+    sub = parser.add_subparsers(dest="command", required=True)
+    tune = sub.add_parser("tune", help="tune the module a Python file defines")
+    tune.add_argument("file")
+    tune.add_argument("--target", required=True)
+    tune.add_argument("--trials", type=int, required=True)
+    tune.add_argument("--work-dir", required=True)
+    tune.add_argument("--per-iter", type=int, default=64)
+    tune.add_argument("--name", default=None)
+    tune.add_argument("--strategy", default="evolutionary")
+    tune.add_argument("--cost-model", default="xgb")
+    tune.add_argument("--seed", type=int, default=0)
+    show = sub.add_parser("show", help="print a work_dir's best schedules")
+    show.add_argument("work_dir")
+    show.add_argument("--trace", action="store_true", help="print the best trace too")
+    args = parser.parse_args(argv)
+    if args.command == "tune":
+        _tune(args)
+    else:
+        args.trace = getattr(args, "trace", False)
+        _show(args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
