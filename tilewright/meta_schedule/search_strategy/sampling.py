@@ -1,0 +1,229 @@
+"""Traces in, postprocessed and deduplicated candidates out: the state one search session
+keeps (budget, measured modules) and the replays every search strategy makes.
+
+A candidate is known by the structural hash of its postprocessed module
+(``tilewright.ir.structural_hash(sch.mod)``, the ``candidate_shash`` of a tuning record);
+the session never proposes a module whose hash the database measured before or the session
+already proposed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tilewright.ir import structural_hash
+from tilewright.meta_schedule.arg_info import ArgInfo, TensorInfo
+from tilewright.meta_schedule.candidates import apply_postprocs
+from tilewright.meta_schedule.search_strategy.search_strategy import MeasureCandidate
+from tilewright.schedule import Instruction, Schedule, ScheduleError, Trace
+
+if TYPE_CHECKING:
+    from tilewright.meta_schedule.cost_model.cost_model import CostModel
+    from tilewright.meta_schedule.database.database import Database, Workload
+    from tilewright.meta_schedule.tune_context import TuneContext
+
+logger = logging.getLogger("tilewright.meta_schedule.search_strategy")
+
+
+@dataclasses.dataclass
+class RoundReport:
+    """What one call of ``generate_measure_candidates`` did.
+
+    Attributes:
+        proposed: candidates returned.
+        attempts: replays tried (fresh samples, database records, mutations).
+        rejected: failures by cause: ``replay`` (a primitive refused the decisions),
+            ``mutator`` (a mutator had nothing to change), a postprocessor's name, or
+            ``duplicate`` (a module measured or proposed before).
+        seconds: wall time of the round; ``phases`` splits it (``sample``, ``evolve``, ...).
+        picked: for each proposed candidate, where it came from (``best``, ``random``).
+    """
+
+    proposed: int = 0
+    attempts: int = 0
+    rejected: Counter[str] = dataclasses.field(default_factory=Counter)
+    seconds: float = 0.0
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
+    picked: list[str] = dataclasses.field(default_factory=list)
+
+    def __str__(self) -> str:
+        reasons = ", ".join(f"{k} {v}" for k, v in self.rejected.most_common()) or "none"
+        phases = ", ".join(f"{k} {v:.2f} s" for k, v in self.phases.items())
+        return (
+            f"{self.proposed} candidates from {self.attempts} attempts in {self.seconds:.2f} s"
+            + (f" ({phases})" if phases else "")
+            + f"; rejected: {reasons}"
+        )
+
+
+def _fresh(inst: Instruction, decision: object) -> object:
+    return None  # every sampling instruction draws again
+
+
+class SearchSession:
+    """The state of one tuning session of a strategy (between ``pre_tuning`` and
+    ``post_tuning``): the budget, the design space, the database and cost model, the hashes
+    of every module measured or proposed, and a generator seeded from the context.
+
+    Example::
+
+        session = SearchSession(ctx, max_trials=64, num_trials_per_iter=16,
+                                design_spaces=ctx.generate_design_space())
+        sch = session.sample_fresh(report)     # None when rejected or already measured
+    """
+
+    def __init__(
+        self,
+        context: TuneContext,
+        max_trials: int,
+        num_trials_per_iter: int,
+        design_spaces: list[Schedule],
+        database: Database | None = None,
+        cost_model: CostModel | None = None,
+        owner: str = "search strategy",
+    ) -> None:
+        if context.mod is None:
+            raise ValueError(f"{owner}: the TuneContext has no module")
+        if max_trials <= 0 or num_trials_per_iter <= 0:
+            raise ValueError(
+                f"{owner}: max_trials ({max_trials}) and num_trials_per_iter "
+                f"({num_trials_per_iter}) must be positive"
+            )
+        if not design_spaces:
+            raise ValueError(f"{owner}: task {context.task_name!r} has an empty design space")
+        self.context = context
+        self.mod = context.mod
+        self.max_trials = max_trials
+        self.num_trials_per_iter = num_trials_per_iter
+        self.design_spaces = list(design_spaces)
+        self.traces = [s.trace for s in design_spaces]
+        self.database = database
+        self.cost_model = cost_model
+        self.rng = random.Random(context.fork_seed())
+        self.args_info: tuple[TensorInfo, ...] = tuple(ArgInfo.from_entry_func(self.mod))
+        self.workload: Workload | None = None
+        self.measured: set[int] = set()
+        if database is not None:
+            self.workload = database.commit_workload(self.mod)
+            self.measured |= measured_hashes(database, self.workload)
+        self.trials = 0
+
+    # ---- budget --------------------------------------------------------------------------
+    def remaining(self) -> int:
+        """How many candidates this round may still propose (0: the budget is spent)."""
+        return max(0, min(self.num_trials_per_iter, self.max_trials - self.trials))
+
+    def propose(self, schedules: list[Schedule]) -> list[MeasureCandidate] | None:
+        """Count ``schedules`` against the budget and wrap them (None when there are none)."""
+        if not schedules:
+            return None
+        self.trials += len(schedules)
+        return [MeasureCandidate(sch, self.args_info) for sch in schedules]
+
+    # ---- identity ------------------------------------------------------------------------
+    def is_new(self, shash: int) -> bool:
+        return shash not in self.measured
+
+    def claim(self, sch: Schedule) -> bool:
+        """Mark ``sch``'s module as proposed; False when it was measured or proposed before."""
+        shash = structural_hash(sch.mod)
+        if shash in self.measured:
+            return False
+        self.measured.add(shash)
+        return True
+
+    # ---- replays -------------------------------------------------------------------------
+    def new_schedule(self) -> Schedule:
+        return Schedule(self.mod, seed=self.rng.randrange(1, 2**31 - 1))
+
+    def finish(self, sch: Schedule, report: RoundReport) -> Schedule | None:
+        """Run the postprocessors on ``sch``; None (counted in ``report``) when one refuses."""
+        rejected_by = apply_postprocs(self.context, sch)
+        if rejected_by is not None:
+            report.rejected[rejected_by] += 1
+            return None
+        return sch
+
+    def sample_fresh(self, report: RoundReport) -> Schedule | None:
+        """A random design-space trace replayed with fresh decisions and postprocessed."""
+        report.attempts += 1
+        trace = self.traces[self.rng.randrange(len(self.traces))]
+        sch = self.new_schedule()
+        try:
+            trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=_fresh)
+        except (ScheduleError, ValueError):
+            report.rejected["replay"] += 1
+            return None
+        return self.finish(sch, report)
+
+    def replay(self, trace: Trace, report: RoundReport) -> Schedule | None:
+        """``trace``'s design-space part replayed with its own decisions, postprocessed."""
+        report.attempts += 1
+        sch = self.new_schedule()
+        try:
+            trace.apply_to_schedule(sch, remove_postproc=True)
+        except (ScheduleError, ValueError):
+            report.rejected["replay"] += 1
+            return None
+        return self.finish(sch, report)
+
+    def draw_new(
+        self,
+        draw: Callable[[RoundReport], Schedule | None],
+        count: int,
+        max_fail_count: int,
+        report: RoundReport,
+        claim: bool = True,
+    ) -> list[Schedule]:
+        """Up to ``count`` new (unmeasured, mutually distinct) schedules from ``draw(report)``.
+
+        Each slot tries ``max_fail_count`` draws; a rejection or a duplicate is a failure.
+        With ``claim`` the schedules are marked proposed, else only kept distinct.
+        """
+        found: list[Schedule] = []
+        local: set[int] = set()
+        for _ in range(count):
+            for _ in range(max_fail_count):
+                sch = draw(report)
+                if sch is None:
+                    continue
+                shash = structural_hash(sch.mod)
+                if shash in self.measured or shash in local:
+                    report.rejected["duplicate"] += 1
+                    continue
+                local.add(shash)
+                if claim:
+                    self.measured.add(shash)
+                found.append(sch)
+                break
+        return found
+
+
+def measured_hashes(database: Database, workload: Workload) -> set[int]:
+    """The candidate hashes ``database`` has measured for ``workload``: its
+    ``measured_hashes`` method when it has one, else the ``candidate_shash`` of its records.
+
+    Example::
+
+        >>> structural_hash(best.mod) in measured_hashes(db, db.commit_workload(mod))
+        True
+    """
+    query = getattr(database, "measured_hashes", None)
+    if callable(query):
+        return {int(h) for h in query(workload)}
+    return {
+        r.candidate_shash
+        for r in database.get_all_tuning_records()
+        if r.workload.shash == workload.shash and r.candidate_shash is not None
+    }
+
+
+def log_round(name: str, context: TuneContext, report: RoundReport, start: float) -> None:
+    report.seconds = time.perf_counter() - start
+    logger.debug("%s %s: %s", name, context.task_name, report)
