@@ -1,1 +1,11 @@
-"""database."""
+"""Tuning databases: where measured candidates are kept and the best one is found again.
+
+``MemoryDatabase`` lives in one process; ``JSONDatabase`` persists to TVM's two JSON-lines
+files in a work directory and may be shared by several processes.
+"""
+
+from tilewright.meta_schedule.database.database import Database, TuningRecord, Workload
+from tilewright.meta_schedule.database.json_database import JSONDatabase
+from tilewright.meta_schedule.database.memory_database import MemoryDatabase
+
+__all__ = ["Database", "JSONDatabase", "MemoryDatabase", "TuningRecord", "Workload"]
