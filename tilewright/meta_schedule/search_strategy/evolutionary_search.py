@@ -60,7 +60,8 @@ class EvolutionarySearch(ReplayTrace):
         population_size: members per generation (the slow part is replaying each).
         init_measured_ratio: share of the initial population taken from the database.
         init_min_unmeasured: fresh samples wanted in the initial population.
-        max_fail_count: failed draws after which a fresh sample gives up.
+        max_fail_count: batches of fresh samples that find nothing new after which the
+            initial sampling stops.
         genetic_num_iters: generations per round.
         genetic_mutate_prob: probability that a new member is a mutation (else a copy).
         genetic_max_fail_count: failed mutations after which a member gives up.
@@ -117,26 +118,26 @@ class EvolutionarySearch(ReplayTrace):
         mark = time.perf_counter()
         report.phases["database"] = mark - start
         wanted = self.population_size - len(measured)
-        unmeasured = session.draw_new(
-            session.sample_fresh, wanted, self.max_fail_count, report, claim=False
-        )
+        least = min(self.init_min_unmeasured, wanted)
+        unmeasured = session.sample_population(wanted, least, self.max_fail_count, report)
         report.phases["sample"] = time.perf_counter() - mark
-        if len(unmeasured) < min(self.init_min_unmeasured, wanted):
+        if len(unmeasured) < least:
             logger.warning(
                 "EvolutionarySearch %s: only %d new samples of the %d wanted in the initial "
                 "population",
                 session.context.task_name,
                 len(unmeasured),
-                min(self.init_min_unmeasured, wanted),
+                least,
             )
         if not unmeasured and not measured:
             log_round(type(self).__name__, session.context, report, start)
             self.last_report = report
             return None
         mark = time.perf_counter()
-        bests = self._evolve(session, measured + unmeasured, count, report)
+        initial = measured + unmeasured
+        bests = self._evolve(session, initial, count, report)
         report.phases["evolve"] = time.perf_counter() - mark
-        picks = self._pick(session, bests, unmeasured, count, report)
+        picks = self._pick(session, bests, unmeasured, {id(s) for s in initial}, count, report)
         report.proposed = len(picks)
         log_round(type(self).__name__, session.context, report, start)
         self.last_report = report
@@ -248,11 +249,13 @@ class EvolutionarySearch(ReplayTrace):
         session: SearchSession,
         bests: list[Schedule],
         rands: list[Schedule],
+        initial: set[int],
         count: int,
         report: RoundReport,
     ) -> list[Schedule]:
         """``count`` new modules: ``eps_greedy`` of them from the random samples, the rest
-        from ``bests`` in order; either list fills in when the other runs out."""
+        from ``bests`` in order; either list fills in when the other runs out. ``initial``
+        holds the ids of the initial population (to tell a sample from a mutant)."""
         num_rands = int(count * self.eps_greedy)
         num_bests = count - num_rands
         rands = list(rands)
@@ -267,7 +270,8 @@ class EvolutionarySearch(ReplayTrace):
                     return
                 if session.claim(sch):
                     picks.append(sch)
-                    report.picked.append(source)
+                    mutant = source == "best" and id(sch) not in initial
+                    report.picked.append("mutant" if mutant else source)
 
         take("best", num_bests)
         take("random", count)

@@ -30,9 +30,9 @@ class ReplayTrace(SearchStrategy):
     Each round proposes up to ``num_trials_per_iter`` candidates, each a random design-space
     trace replayed with fresh decisions and postprocessed. A candidate whose module was
     measured before (the database's records of this workload) or proposed in this session
-    is drawn again; each slot gives up after ``max_fail_count`` failed draws. Returns None
-    once ``max_trials`` candidates were proposed, or when a round finds none (the space is
-    exhausted).
+    is drawn again; a slot that fails ``max_fail_count`` draws in a row ends the round (the
+    space is exhausted, or nearly all of it is rejected). Returns None once ``max_trials``
+    candidates were proposed, or when a round finds none.
 
     Example::
 

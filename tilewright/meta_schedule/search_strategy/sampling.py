@@ -42,7 +42,9 @@ class RoundReport:
             ``mutator`` (a mutator had nothing to change), a postprocessor's name, or
             ``duplicate`` (a module measured or proposed before).
         seconds: wall time of the round; ``phases`` splits it (``sample``, ``evolve``, ...).
-        picked: for each proposed candidate, where it came from (``best``, ``random``).
+        picked: for each proposed candidate, where it came from: ``random`` (a fresh sample),
+            ``best`` (a fresh sample the cost model ranked best), ``mutant`` (a mutation the
+            cost model ranked best).
     """
 
     proposed: int = 0
@@ -173,34 +175,63 @@ class SearchSession:
             return None
         return self.finish(sch, report)
 
+    def _take(self, sch: Schedule | None, seen: set[int], report: RoundReport) -> bool:
+        """Whether ``sch`` is new (neither measured, proposed, nor in ``seen``); adds it to
+        ``seen``."""
+        if sch is None:
+            return False
+        shash = structural_hash(sch.mod)
+        if shash in self.measured or shash in seen:
+            report.rejected["duplicate"] += 1
+            return False
+        seen.add(shash)
+        return True
+
     def draw_new(
         self,
         draw: Callable[[RoundReport], Schedule | None],
         count: int,
         max_fail_count: int,
         report: RoundReport,
-        claim: bool = True,
     ) -> list[Schedule]:
-        """Up to ``count`` new (unmeasured, mutually distinct) schedules from ``draw(report)``.
+        """Up to ``count`` new, mutually distinct schedules from ``draw(report)``, marked
+        proposed.
 
-        Each slot tries ``max_fail_count`` draws; a rejection or a duplicate is a failure.
-        With ``claim`` the schedules are marked proposed, else only kept distinct.
+        Each slot tries ``max_fail_count`` draws (a rejection or a duplicate is a failure);
+        a slot that gives up ends the round: the space is exhausted, or nearly all of it is
+        rejected.
         """
         found: list[Schedule] = []
-        local: set[int] = set()
         for _ in range(count):
             for _ in range(max_fail_count):
                 sch = draw(report)
-                if sch is None:
-                    continue
-                shash = structural_hash(sch.mod)
-                if shash in self.measured or shash in local:
-                    report.rejected["duplicate"] += 1
-                    continue
-                local.add(shash)
-                if claim:
-                    self.measured.add(shash)
-                found.append(sch)
+                if self._take(sch, self.measured, report):
+                    assert sch is not None
+                    found.append(sch)
+                    break
+            else:
+                break
+        return found
+
+    def sample_population(
+        self, count: int, min_count: int, max_fail_count: int, report: RoundReport
+    ) -> list[Schedule]:
+        """Fresh samples, new and mutually distinct (not marked proposed), in batches (TVM's
+        ``SampleInitPopulation``): a first batch of ``count`` draws, then batches of the
+        missing number while fewer than ``min_count`` were found; a batch that finds none is
+        a failure, and ``max_fail_count`` of them end the sampling."""
+        found: list[Schedule] = []
+        seen: set[int] = set()
+        failures = 0
+        while failures < max_fail_count and len(found) < count:
+            before = len(found)
+            for _ in range(count - len(found)):
+                sch = self.sample_fresh(report)
+                if self._take(sch, seen, report):
+                    assert sch is not None
+                    found.append(sch)
+            failures += len(found) == before
+            if len(found) >= min_count:
                 break
         return found
 
