@@ -299,3 +299,32 @@ def test_clone_copies_the_settings_not_the_session() -> None:
     assert (copy.population_size, copy.eps_greedy) == (12, 0.25)
     assert copy.session is None
     assert isinstance(ReplayFunc(7).clone(), ReplayFunc)
+
+
+# ---- on the GPU (scripts/gpu-check) ---------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_evolutionary_cuda_candidates_match_numpy_on_the_gpu() -> None:
+    from tilewright.runtime.cuda_runtime import device_count
+
+    if device_count() == 0:
+        pytest.skip("needs a CUDA GPU")
+    sizes = {"m": 256, "n": 256, "k": 256}
+    ctx = ms.TuneContext(MATMUL.func(**sizes), target="cuda", rand_state=3)
+    # About one CUDA matmul sample in ten passes VerifyGPUCode: a small population that
+    # samples patiently.
+    strategy = _evolutionary(
+        population_size=8, init_min_unmeasured=4, max_fail_count=20, genetic_num_iters=2
+    )
+    batch = _start(strategy, ctx, 3, 3, None, TileCostModel()).generate_measure_candidates()
+    assert batch is not None and len(batch) == 3
+    print(strategy.last_report, strategy.last_report.picked if strategy.last_report else "")
+    inputs = MATMUL.inputs(np.random.default_rng(0), **sizes)
+    expected = MATMUL.reference(*inputs)
+    for c in batch:
+        args = [tw.nd.array(a, tw.cuda(0)) for a in inputs]
+        tw.build(c.sch.mod, target="cuda")["main"](*args)
+        np.testing.assert_allclose(
+            args[-1].numpy(), expected[-1], rtol=1e-3, atol=1e-3, err_msg=str(c.sch.trace)
+        )
