@@ -210,7 +210,9 @@ class EvolutionarySearch(ReplayTrace):
         if weights.sum() <= 0.0:
             weights = np.ones(len(population))
         cumulative = list(itertools.accumulate(weights.tolist()))
-        mutators = [(m, p) for m, p in session.context.space_generator.mutator_probs.items()]
+        mutators = [
+            (m, p) for m, p in session.context.space_generator.mutator_probs.items() if p > 0
+        ]
         total = sum(p for _, p in mutators)
         mutator_cumulative = list(itertools.accumulate(p / total for _, p in mutators))
 
