@@ -1,0 +1,159 @@
+"""One ``RunnerInput`` in, one ``RunnerResult`` out: what the runner's child process does.
+
+``measure`` loads the artifact, checks the candidate against the reference outputs when
+asked, then times it: a warm-up call, then ``repeat`` batches of ``number`` calls (raised
+until a batch lasts ``min_repeat_ms``), cycling through enough argument sets that no call
+finds its inputs in cache (when the evaluator asks for cache flushing). It runs in a
+process the runner can kill, so a kernel that crashes or hangs costs only that process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from tilewright.artifact import Artifact
+from tilewright.meta_schedule.builder.process_pool import describe_error
+from tilewright.meta_schedule.runner.arguments import random_arguments, rotation_sets
+from tilewright.meta_schedule.runner.runner import (
+    EvaluatorConfig,
+    ReferenceCheck,
+    RunnerInput,
+    RunnerResult,
+)
+from tilewright.runtime import Device, Module, NDArray, PackedFunc, array, device, load
+from tilewright.runtime.time_evaluator import time_evaluator
+
+
+def measure(runner_input: RunnerInput, config: EvaluatorConfig) -> RunnerResult:
+    """Check and time one candidate (raises what loading or running raised).
+
+    Example::
+
+        >>> measure(RunnerInput(path, "cpu", infos), EvaluatorConfig()).run_secs
+        (3.1e-05,)
+    """
+    rt_mod = load(Artifact.load(runner_input.artifact_path))
+    func = entry_function(rt_mod)
+    dev = device(runner_input.device_type, 0)
+    if runner_input.check is not None:
+        wrong = check_result(func, dev, runner_input)
+        if wrong is not None:
+            return RunnerResult(error_msg=wrong)
+    return RunnerResult(run_secs=time_candidate(rt_mod, func, dev, runner_input, config))
+
+
+def measure_or_report(
+    runner_input: RunnerInput, config: EvaluatorConfig
+) -> tuple[RunnerResult, bool]:
+    """``measure`` with an exception turned into an error result (its type and first
+    lines), and whether this process must be replaced before it measures anything else:
+    after an error on a GPU, whose context a fault may have poisoned. This is what the
+    runner's process calls."""
+    try:
+        return measure(runner_input, config), False
+    except Exception as err:
+        return RunnerResult(error_msg=describe_error(err)), runner_input.device_type != "cpu"
+
+
+def entry_function(rt_mod: Module) -> PackedFunc:
+    """``main``, or the module's only function."""
+    names = rt_mod.function_names()
+    if "main" in names:
+        return rt_mod["main"]
+    if len(names) == 1:
+        return rt_mod[names[0]]
+    raise ValueError(f"the artifact has functions {', '.join(names)} and none is named main")
+
+
+def to_device(arrays: Sequence[np.ndarray], dev: Device) -> list[object]:
+    """The arrays as kernel arguments on ``dev`` (numpy arrays themselves on the CPU)."""
+    if dev.is_host:
+        return list(arrays)
+    return [array(a, dev) for a in arrays]
+
+
+def to_host(values: Sequence[object]) -> list[np.ndarray]:
+    return [v.numpy() if isinstance(v, NDArray) else np.asarray(v) for v in values]
+
+
+def check_result(func: PackedFunc, dev: Device, runner_input: RunnerInput) -> str | None:
+    """Run the candidate once on the seed's arguments and compare every argument with the
+    reference; None when all match, else what differs."""
+    check = runner_input.check
+    assert check is not None
+    host = random_arguments(runner_input.args_info, check.seed)
+    args = to_device(host, dev)
+    func(*args)
+    dev.sync()
+    names = [p.name for p in func.signature.user_params]
+    with np.load(check.reference_path) as reference:
+        expected = [reference[f"arg{i}"] for i in range(len(host))]
+    for name, actual, want in zip(names, to_host(args), expected):
+        wrong = compare(name, actual, want, check)
+        if wrong is not None:
+            return wrong
+    return None
+
+
+def compare(
+    name: str, actual: np.ndarray, expected: np.ndarray, check: ReferenceCheck
+) -> str | None:
+    """None when ``actual`` matches ``expected`` within the check's tolerances and holds no
+    NaN, else a ``wrong result: buffer ...`` message."""
+    if actual.shape != expected.shape:
+        return f"wrong result: buffer {name} has shape {actual.shape}, expected {expected.shape}"
+    got = actual.astype(np.float64)
+    want = expected.astype(np.float64)
+    if np.isnan(got).any():
+        return f"wrong result: buffer {name} holds NaN ({int(np.isnan(got).sum())} elements)"
+    if np.allclose(got, want, rtol=check.rtol, atol=check.atol):
+        return None
+    error = np.abs(got - want)
+    error[np.isnan(error)] = np.inf
+    worst = np.unravel_index(int(np.argmax(error)), error.shape)
+    return (
+        f"wrong result: buffer {name}, max abs error {float(error[worst]):.4g} at "
+        f"{tuple(int(i) for i in worst)} (got {float(got[worst]):.6g}, expected "
+        f"{float(want[worst]):.6g})"
+    )
+
+
+def time_candidate(
+    rt_mod: Module,
+    func: PackedFunc,
+    dev: Device,
+    runner_input: RunnerInput,
+    config: EvaluatorConfig,
+) -> tuple[float, ...]:
+    """Seconds per call of each repeat."""
+    infos = runner_input.args_info
+    seed = runner_input.check.seed if runner_input.check is not None else 0
+    first = random_arguments(infos, seed)
+    count = rotation_sets(infos, runner_input.device_type) if config.enable_cpu_cache_flush else 1
+    # Copies of the first set: their values do not change the time, drawing them would.
+    sets = [first] + [[a.copy() for a in first] for _ in range(count - 1)]
+    runs = [func.bind(*to_device(arrays, dev)) for arrays in sets]
+    run = runs[0] if len(runs) == 1 else _cycle(runs)
+    device_module = getattr(rt_mod, "device_module", None)
+    timer = time_evaluator(
+        lambda: run,
+        dev,
+        number=config.number,
+        repeat=config.repeat,
+        min_repeat_ms=config.min_repeat_ms,
+        measure=device_module.measure if device_module is not None else None,
+    )
+    return timer().results
+
+
+def _cycle(runs: Sequence[Callable[[], None]]) -> Callable[[], None]:
+    """One call of the next bound launch each time."""
+    position = [0]
+
+    def run() -> None:
+        runs[position[0]]()
+        position[0] = (position[0] + 1) % len(runs)
+
+    return run
