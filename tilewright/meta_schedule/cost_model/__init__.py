@@ -1,1 +1,8 @@
-"""cost_model."""
+"""Cost models: scores that rank candidates before they are measured (TVM's
+``ms.cost_model``)."""
+
+from tilewright.meta_schedule.cost_model.cost_model import CostModel
+from tilewright.meta_schedule.cost_model.random_model import RandomModel
+from tilewright.meta_schedule.cost_model.xgb_model import XGBConfig, XGBModel, pool_features
+
+__all__ = ["CostModel", "RandomModel", "XGBConfig", "XGBModel", "pool_features"]

@@ -1,1 +1,11 @@
-"""feature_extractor."""
+"""Feature extractors: candidates to matrices the cost models learn from (TVM's
+``ms.feature_extractor``)."""
+
+from tilewright.meta_schedule.feature_extractor.feature_extractor import FeatureExtractor
+from tilewright.meta_schedule.feature_extractor.per_store_feature import (
+    PerStoreFeature,
+    feature_names,
+    per_store_features,
+)
+
+__all__ = ["FeatureExtractor", "PerStoreFeature", "feature_names", "per_store_features"]
