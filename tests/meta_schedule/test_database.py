@@ -205,6 +205,21 @@ def test_records_another_writer_appends_become_visible(
     assert [r.run_secs for r in writer.get_top_k(workload, 5)] == [(1e-3,), (2e-3,), (3e-3,)]
 
 
+def test_a_workload_appended_between_check_and_lock_is_not_appended_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, candidates: list[Schedule]
+) -> None:
+    late = JSONDatabase(work_dir=tmp_path)
+    first = JSONDatabase(work_dir=tmp_path)
+    first.commit_workload(small_module("vector_add"))
+    workload = first.commit_workload(small_module())
+    # The other writer appends after ``late`` looked at the files but before it locks them.
+    monkeypatch.setattr(late, "_refresh", lambda: None)
+    assert late.commit_workload(small_module()).shash == workload.shash
+    late.commit_tuning_record(record_of(workload, candidates[0], 1e-3))
+    assert len(lines(tmp_path / "database_workload.json")) == 2
+    assert json.loads(lines(tmp_path / "database_tuning_record.json")[0])[0] == 1
+
+
 def test_torn_last_record_line_is_skipped_and_the_next_append_starts_fresh(
     tmp_path: Path, candidates: list[Schedule]
 ) -> None:
