@@ -127,6 +127,22 @@ def test_build_function_must_return_an_artifact(tmp_path: Path) -> None:
     )
 
 
+def test_build_function_that_does_not_pickle(tmp_path: Path) -> None:
+    def local_build(mod: IRModule, target: Target) -> Artifact:
+        return tw.build_artifact(mod, target)
+
+    builder = LocalBuilder(max_workers=1, artifact_dir=str(tmp_path), f_build=local_build)
+    try:
+        results = builder.build([BuilderInput(matmul(16), TARGET)] * 2)
+    finally:
+        builder.close()
+    for result in results:
+        assert result.artifact_path is None
+        assert result.error_msg is not None
+        assert result.error_msg.startswith("the call could not be sent: AttributeError: ")
+        assert "local_build" in result.error_msg
+
+
 def test_lowering_error_is_reported(builder: LocalBuilder) -> None:
     # An unscheduled loop nest cannot become a CUDA kernel: lowering refuses it.
     (result,) = builder.build([BuilderInput(matmul(16), Target("cuda"))])

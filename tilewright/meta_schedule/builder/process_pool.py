@@ -195,6 +195,17 @@ class WorkerPool:
         The timeout of a call runs from when a ready worker receives it, so starting a
         process does not count against it.
         """
+        try:
+            return self._map(fn, arg_list, timeout_sec)
+        except BaseException:
+            # Interrupted (Ctrl-C): a busy worker would answer the next map with this one's
+            # result, so none is kept.
+            self.restart()
+            raise
+
+    def _map(
+        self, fn: Callable[..., Any], arg_list: Sequence[Sequence[Any]], timeout_sec: float
+    ) -> list[Outcome]:
         results: list[Outcome | None] = [None] * len(arg_list)
         pending = deque(range(len(arg_list)))
         while len(self._children) < min(self.size, len(arg_list)):
@@ -204,7 +215,13 @@ class WorkerPool:
             for child in self._children:
                 if child.ready and child.task is None and pending:
                     index = pending.popleft()
-                    child.send(index, fn, arg_list[index], timeout_sec)
+                    try:
+                        child.send(index, fn, arg_list[index], timeout_sec)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pending.appendleft(index)  # it died idle: _poll replaces it
+                    except Exception as err:  # the call does not pickle (a lambda, say)
+                        error = f"the call could not be sent: {describe_error(err)}"
+                        results[index] = Outcome(error=error)
             now = time.monotonic()
             deadlines = [c.deadline for c in self._children if c.task is not None]
             deadlines += [c.started + STARTUP_TIMEOUT_SEC for c in self._children if not c.ready]
