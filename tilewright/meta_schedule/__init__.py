@@ -1,29 +1,64 @@
-"""The auto-scheduler (TVM's ``meta_schedule`` names): design spaces of stochastic schedules.
+"""The auto-scheduler and tuner (TVM's ``meta_schedule`` names).
 
 ``TuneContext`` ties a module and a target to a space generator; the space generator applies
 schedule rules to the module's blocks and returns schedules whose traces hold sampling
 decisions; postprocessors finish or reject a sampled schedule; mutators change one decision.
+``tune_tir`` searches the space: a search strategy proposes candidates, a builder compiles
+them, a runner measures them (checked against the unscheduled module), a database keeps the
+records and a cost model learns which candidates to measure next.
 
 Example::
 
     from tilewright import meta_schedule as ms
-    ctx = ms.TuneContext(mod=mod, target="llvm", space_generator="post-order-apply")
-    spaces = ctx.generate_design_space()
-    candidates, report = ms.sample_candidates(ctx, 16)
+    database = ms.tune_tir(mod, target="llvm --num-cores=2", work_dir="./tune",
+                           max_trials_global=200, num_trials_per_iter=32)
+    sch = ms.tir_integration.compile_tir(database, mod, "llvm --num-cores=2")
 """
 
-from tilewright.meta_schedule import mutator, postproc, schedule_rule, space_generator, testing
+from tilewright.meta_schedule import (
+    builder,
+    cost_model,
+    database,
+    feature_extractor,
+    measure_callback,
+    mutator,
+    postproc,
+    runner,
+    schedule_rule,
+    search_strategy,
+    space_generator,
+    task_scheduler,
+    testing,
+    tir_integration,
+)
+from tilewright.meta_schedule.arg_info import ArgInfo, TensorInfo
 from tilewright.meta_schedule.candidates import SampleReport, apply_postprocs, sample_candidates
+from tilewright.meta_schedule.tune import TuneConfig, best_schedule, tune_tasks, tune_tir
 from tilewright.meta_schedule.tune_context import TuneContext
 
 __all__ = [
+    "ArgInfo",
     "SampleReport",
+    "TensorInfo",
+    "TuneConfig",
     "TuneContext",
     "apply_postprocs",
+    "best_schedule",
+    "builder",
+    "cost_model",
+    "database",
+    "feature_extractor",
+    "measure_callback",
     "mutator",
     "postproc",
+    "runner",
     "sample_candidates",
     "schedule_rule",
+    "search_strategy",
     "space_generator",
+    "task_scheduler",
     "testing",
+    "tir_integration",
+    "tune_tasks",
+    "tune_tir",
 ]

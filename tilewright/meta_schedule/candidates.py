@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tilewright.meta_schedule.tune_context import TuneContext
@@ -64,6 +65,52 @@ def apply_postprocs(context: TuneContext, sch: Schedule) -> str | None:
     return None
 
 
+class _EarlyReject(ScheduleError):
+    def __init__(self, by: str) -> None:
+        super().__init__("replay", "early-reject", by)
+        self.by = by
+
+
+def replay_candidate(
+    context: TuneContext,
+    trace: Trace,
+    sch: Schedule,
+    decision_provider: Callable[[Instruction, object], object] | None = None,
+) -> str | None:
+    """Replay ``trace``'s design-space part on ``sch`` (with ``decision_provider``'s
+    decisions), then run the postprocessors. None when ``sch`` is a finished candidate,
+    else why it was rejected: ``"replay"`` when a primitive refused the decisions, or the
+    rejecting postprocessor's name and reason.
+
+    The postprocessors' ``early_check`` runs after every instruction, so a candidate that
+    ``VerifyGPUCode`` would refuse for its thread extents is dropped as soon as its loops
+    are bound, before the costly rest of the replay.
+
+    Example::
+
+        sch = Schedule(ctx.mod, seed=1)
+        reason = replay_candidate(ctx, spaces[0].trace, sch, lambda inst, d: None)
+    """
+    postprocs = context.space_generator.postprocs
+
+    def check(inst: Instruction, current: Schedule) -> None:
+        for postproc in postprocs:
+            if not postproc.early_check(inst, current):
+                reason = getattr(postproc, "reason", "")
+                name = type(postproc).__name__ + (f" ({reason})" if reason else "")
+                raise _EarlyReject(name)
+
+    try:
+        trace.apply_to_schedule(
+            sch, remove_postproc=True, decision_provider=decision_provider, after_instruction=check
+        )
+    except _EarlyReject as err:
+        return err.by
+    except (ScheduleError, ValueError):
+        return "replay"
+    return apply_postprocs(context, sch)
+
+
 def sample_candidates(
     context: TuneContext,
     count: int,
@@ -101,12 +148,7 @@ def sample_candidates(
         report.attempts += 1
         trace: Trace = traces[context.rng.randrange(len(traces))]
         sch = Schedule(context.mod, seed=context.fork_seed())
-        try:
-            trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=_fresh)
-        except ScheduleError:
-            report.rejected["replay"] += 1
-            continue
-        rejected_by = apply_postprocs(context, sch)
+        rejected_by = replay_candidate(context, trace, sch, _fresh)
         if rejected_by is not None:
             report.rejected[rejected_by] += 1
             continue

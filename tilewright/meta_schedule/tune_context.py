@@ -75,6 +75,14 @@ class TuneContext:
         if self.mod is not None and self.target is not None:
             self.space_generator._initialize_with_tune_context(self)
 
+    def __getstate__(self) -> dict[str, object]:
+        # Worker processes get the task, not the session: the search strategy (with its
+        # workers and database) and the logger stay in this process.
+        state = dict(self.__dict__)
+        state["search_strategy"] = None
+        state["logger"] = None
+        return state
+
     def fork_seed(self) -> int:
         return self.rng.randrange(1, 2**31 - 1)
 

@@ -46,19 +46,23 @@ class XGBConfig:
     """Tree-booster settings (TVM's ``XGBConfig`` names, mapped onto LightGBM's).
 
     Attributes:
-        max_depth: depth of a tree (LightGBM: at most ``2**max_depth`` leaves, capped at 31).
+        max_depth: depth of a tree (LightGBM: at most ``2**max_depth`` leaves).
         eta: learning rate.
         min_child_weight: the smallest hessian sum in a leaf.
-        num_boost_round: trees per training (caps its time: well under a second for 1000
-            samples on two cores).
+        min_data_in_leaf: the fewest samples in a leaf (LightGBM).
+        num_boost_round: trees per training; with ``max_bin`` it bounds the time of a
+            training (about a second for 1000 samples on two cores).
+        max_bin: histogram bins per feature.
         seed: seed of the booster's sampling.
         nthread: threads (None: the booster's default).
     """
 
-    max_depth: int = 8
+    max_depth: int = 3
     eta: float = 0.2
     min_child_weight: float = 1e-3
-    num_boost_round: int = 80
+    min_data_in_leaf: int = 5
+    num_boost_round: int = 100
+    max_bin: int = 63
     seed: int = 43
     nthread: int | None = None
 
@@ -243,9 +247,10 @@ class XGBModel(CostModel):
         cfg = self.config
         params: dict[str, Any] = {
             "learning_rate": cfg.eta,
-            "num_leaves": min(2**cfg.max_depth, 31),
+            "num_leaves": 2**cfg.max_depth,
+            "max_bin": cfg.max_bin,
             "max_depth": cfg.max_depth,
-            "min_data_in_leaf": 2,
+            "min_data_in_leaf": cfg.min_data_in_leaf,
             "min_sum_hessian_in_leaf": cfg.min_child_weight,
             "feature_fraction": 0.8,
             "seed": cfg.seed,
@@ -253,13 +258,14 @@ class XGBModel(CostModel):
             "num_threads": self._threads(),
             "verbose": -1,
         }
+        dataset = {"feature_pre_filter": False, "max_bin": cfg.max_bin}
         if self.objective == "rank":
             params["objective"] = "lambdarank"
             labels = np.rint(y * _RANK_LEVELS)
-            data = lightgbm.Dataset(x, labels, group=sizes, params={"feature_pre_filter": False})
+            data = lightgbm.Dataset(x, labels, group=sizes, params=dataset)
         else:
             params["objective"] = "regression"
-            data = lightgbm.Dataset(x, y, params={"feature_pre_filter": False})
+            data = lightgbm.Dataset(x, y, params=dataset)
         return lightgbm.train(params, data, num_boost_round=cfg.num_boost_round)
 
     def _train_xgboost(self, x: np.ndarray, y: np.ndarray, sizes: list[int]) -> Any:
@@ -270,6 +276,8 @@ class XGBModel(CostModel):
             "eta": cfg.eta,
             "max_depth": cfg.max_depth,
             "min_child_weight": cfg.min_child_weight,
+            "max_bin": cfg.max_bin,
+            "tree_method": "hist",
             "seed": cfg.seed,
             "objective": "rank:pairwise" if self.objective == "rank" else "reg:squarederror",
         }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING
 
-from tilewright.schedule import Schedule
+from tilewright.schedule import Instruction, Schedule
 
 if TYPE_CHECKING:
     from tilewright.meta_schedule.tune_context import TuneContext
@@ -28,6 +28,12 @@ class Postproc:
     def apply(self, sch: Schedule) -> bool:
         """Rewrite ``sch`` in place; False rejects the candidate."""
         raise NotImplementedError
+
+    def early_check(self, inst: Instruction, sch: Schedule) -> bool:
+        """Called during a candidate's replay after ``inst``: False when ``apply`` is sure
+        to reject the finished candidate (what was checked cannot change later), so the
+        search stops replaying it at once. The default checks nothing."""
+        return True
 
     def clone(self) -> Postproc:
         return copy.deepcopy(self)

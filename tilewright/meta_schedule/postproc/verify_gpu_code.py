@@ -21,7 +21,7 @@ from tilewright.ir import (
 from tilewright.meta_schedule.analysis import THREAD_EXTENT_HIGH, THREAD_EXTENT_LOW, annotation
 from tilewright.meta_schedule.postproc.loops import root_block, thread_tag
 from tilewright.meta_schedule.postproc.postproc import Postproc
-from tilewright.schedule import Schedule, ScheduleError
+from tilewright.schedule import Instruction, Schedule, ScheduleError
 from tilewright.schedule.tree import children
 from tilewright.target import Target
 from tilewright.transform.pipeline import lower_module
@@ -65,9 +65,15 @@ class VerifyGPUCode(Postproc):
             raise ValueError("VerifyGPUCode needs a target")
         self.target = context.target
 
-    def apply(self, sch: Schedule) -> bool:
-        if self.target is None:
-            raise ValueError("VerifyGPUCode has no target: initialise it through a TuneContext")
+    def early_check(self, inst: Instruction, sch: Schedule) -> bool:
+        """After a ``bind`` or a thread-extent annotation: the thread-extent range and the
+        virtual-thread product, which later primitives cannot change."""
+        if inst.kind not in ("bind", "annotate") or self.target is None:
+            return True
+        return self._check_threads(sch)
+
+    def _check_threads(self, sch: Schedule) -> bool:
+        assert self.target is not None
         warp = max(int(self.target.thread_warp_size), 1)
         self.reason = ""
         for _, func in sch.mod.items():
@@ -79,6 +85,13 @@ class VerifyGPUCode(Postproc):
             if vthread_product(body) > MAX_VTHREAD:
                 self.reason = "vthread"
                 return False
+        return True
+
+    def apply(self, sch: Schedule) -> bool:
+        if self.target is None:
+            raise ValueError("VerifyGPUCode has no target: initialise it through a TuneContext")
+        if not self._check_threads(sch):
+            return False
         # Unrolling changes neither threads, shared memory nor vector widths, and writing out
         # a candidate's unrolled loops is most of the cost of lowering it: skip those stages.
         stages = [s for s in lowering_stages(self.target) if s.name not in _UNROLLING]

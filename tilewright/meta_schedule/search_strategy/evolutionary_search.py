@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tilewright.ir import structural_hash
+from tilewright.meta_schedule.replay_pool import Job
 from tilewright.meta_schedule.search_strategy.replay_trace import ReplayTrace
 from tilewright.meta_schedule.search_strategy.sampling import (
     RoundReport,
@@ -22,7 +23,6 @@ from tilewright.meta_schedule.search_strategy.sampling import (
 from tilewright.meta_schedule.search_strategy.search_strategy import MeasureCandidate
 
 if TYPE_CHECKING:
-    from tilewright.meta_schedule.mutator.mutator import Mutator
     from tilewright.schedule import Schedule
 
 
@@ -153,8 +153,9 @@ class EvolutionarySearch(ReplayTrace):
         if wanted == 0:
             return []
         population = []
-        for record in session.database.get_top_k(session.workload, wanted):
-            sch = session.replay(record.trace, report)
+        records = session.database.get_top_k(session.workload, wanted)
+        jobs: list[Job] = [("replay", r.trace, session.seed()) for r in records]
+        for sch in session.run_jobs(jobs, report):
             if sch is not None:
                 session.measured.add(structural_hash(sch.mod))
                 population.append(sch)
@@ -210,39 +211,30 @@ class EvolutionarySearch(ReplayTrace):
         if weights.sum() <= 0.0:
             weights = np.ones(len(population))
         cumulative = list(itertools.accumulate(weights.tolist()))
-        mutators = [
-            (m, p) for m, p in session.context.space_generator.mutator_probs.items() if p > 0
-        ]
-        total = sum(p for _, p in mutators)
-        mutator_cumulative = list(itertools.accumulate(p / total for _, p in mutators))
+        mutable = any(p > 0 for p in session.context.space_generator.mutator_probs.values())
 
         def parent() -> Schedule:
             x = session.rng.random() * cumulative[-1]
             return population[min(bisect.bisect_right(cumulative, x), len(population) - 1)]
 
-        def mutator() -> Mutator | None:
-            if not mutators or session.rng.random() >= self.genetic_mutate_prob:
-                return None
-            x = session.rng.random()
-            k = min(bisect.bisect_right(mutator_cumulative, x), len(mutators) - 1)
-            return mutators[k][0]
-
-        children = []
-        for _ in range(self.population_size):
-            for _ in range(self.genetic_max_fail_count):
+        # Each slot: a parent kept as it is, or a mutation of one (the mutator is drawn by
+        # ``mutator_probs`` in the worker); slots whose mutation failed try again, up to
+        # ``genetic_max_fail_count`` times, all pending slots of a try in one batch.
+        children: list[Schedule] = []
+        pending = self.population_size
+        for _ in range(self.genetic_max_fail_count):
+            if pending == 0:
+                break
+            jobs: list[Job] = []
+            for _ in range(pending):
                 sch = parent()
-                chosen = mutator()
-                if chosen is None:
+                if not mutable or session.rng.random() >= self.genetic_mutate_prob:
                     children.append(sch)
-                    break
-                trace = chosen.apply(sch.trace, session.rng)
-                if trace is None:
-                    report.rejected["mutator"] += 1
-                    continue
-                child = session.replay(trace, report)
-                if child is not None:
-                    children.append(child)
-                    break
+                else:
+                    jobs.append(("mutate", sch.trace, session.seed()))
+            made = [c for c in session.run_jobs(jobs, report) if c is not None]
+            children.extend(made)
+            pending = len(jobs) - len(made)
         return children
 
     # ---- the round's picks ---------------------------------------------------------------

@@ -75,6 +75,8 @@ class ReplayTrace(SearchStrategy):
         )
 
     def post_tuning(self) -> None:
+        if self.session is not None:
+            self.session.close()
         self.session = None
 
     def _active(self) -> SearchSession:

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 from tilewright.ir import structural_hash
 from tilewright.meta_schedule.arg_info import ArgInfo, TensorInfo
 from tilewright.meta_schedule.candidates import apply_postprocs
+from tilewright.meta_schedule.replay_pool import Job, ReplayPool
 from tilewright.meta_schedule.search_strategy.search_strategy import MeasureCandidate
-from tilewright.schedule import Instruction, Schedule, ScheduleError, Trace
+from tilewright.schedule import Instruction, Schedule, Trace
 
 if TYPE_CHECKING:
     from tilewright.meta_schedule.cost_model.cost_model import CostModel
@@ -115,6 +116,7 @@ class SearchSession:
             self.workload = database.commit_workload(self.mod)
             self.measured |= measured_hashes(database, self.workload)
         self.trials = 0
+        self.pool: ReplayPool | None = None
 
     # ---- budget --------------------------------------------------------------------------
     def remaining(self) -> int:
@@ -154,26 +156,38 @@ class SearchSession:
 
     def sample_fresh(self, report: RoundReport) -> Schedule | None:
         """A random design-space trace replayed with fresh decisions and postprocessed."""
-        report.attempts += 1
-        trace = self.traces[self.rng.randrange(len(self.traces))]
-        sch = self.new_schedule()
-        try:
-            trace.apply_to_schedule(sch, remove_postproc=True, decision_provider=_fresh)
-        except (ScheduleError, ValueError):
-            report.rejected["replay"] += 1
-            return None
-        return self.finish(sch, report)
+        return self.run_jobs([("fresh", self.random_trace(), self.seed())], report)[0]
 
     def replay(self, trace: Trace, report: RoundReport) -> Schedule | None:
         """``trace``'s design-space part replayed with its own decisions, postprocessed."""
-        report.attempts += 1
-        sch = self.new_schedule()
-        try:
-            trace.apply_to_schedule(sch, remove_postproc=True)
-        except (ScheduleError, ValueError):
-            report.rejected["replay"] += 1
-            return None
-        return self.finish(sch, report)
+        return self.run_jobs([("replay", trace, self.seed())], report)[0]
+
+    def random_trace(self) -> Trace:
+        return self.traces[self.rng.randrange(len(self.traces))]
+
+    def seed(self) -> int:
+        return self.rng.randrange(1, 2**31 - 1)
+
+    def run_jobs(self, jobs: list[Job], report: RoundReport) -> list[Schedule | None]:
+        """Replay ``jobs`` (``ReplayPool`` jobs: fresh samples, replays, mutations) on the
+        session's worker processes; None (counted in ``report``) for each rejected one."""
+        if self.pool is None:
+            self.pool = ReplayPool(self.context)
+        report.attempts += len(jobs)
+        results: list[Schedule | None] = []
+        for out in self.pool.run(jobs):
+            if isinstance(out, str):
+                report.rejected[out] += 1
+                results.append(None)
+            else:
+                results.append(out)
+        return results
+
+    def close(self) -> None:
+        """Stop the session's worker processes."""
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
 
     def _take(self, sch: Schedule | None, seen: set[int], report: RoundReport) -> bool:
         """Whether ``sch`` is new (neither measured, proposed, nor in ``seen``); adds it to
@@ -225,8 +239,10 @@ class SearchSession:
         failures = 0
         while failures < max_fail_count and len(found) < count:
             before = len(found)
-            for _ in range(count - len(found)):
-                sch = self.sample_fresh(report)
+            jobs: list[Job] = [
+                ("fresh", self.random_trace(), self.seed()) for _ in range(count - len(found))
+            ]
+            for sch in self.run_jobs(jobs, report):
                 if self._take(sch, seen, report):
                     assert sch is not None
                     found.append(sch)

@@ -9,6 +9,7 @@ to build or run is recorded as a failed trial; nothing a candidate does ends the
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -104,12 +105,18 @@ class TaskScheduler:
     def _round(self, task_id: int, callbacks: list[MeasureCallback]) -> int:
         task = self.tasks[task_id]
         assert self.log is not None
+        start = time.perf_counter()
         candidates = task.strategy.generate_measure_candidates()
+        searched = time.perf_counter()
+        report = getattr(task.strategy, "last_report", None)
+        if report is not None:
+            self.log.info(f"task {task.context.task_name}: search: {report}")
         if not candidates:
             return 0
         target = task.context.target
         assert target is not None
         builds = self._builder.build([BuilderInput(c.sch.mod, target) for c in candidates])
+        built = time.perf_counter()
         inputs = [
             RunnerInput(b.artifact_path, task.device_type, task.args_info, task.check)
             for b in builds
@@ -122,6 +129,11 @@ class TaskScheduler:
                 results.append(RunnerResult(error_msg=f"build failed: {b.error_msg}"))
             else:
                 results.append(next(futures).result())
+        ran = time.perf_counter()
+        self.log.info(
+            f"task {task.context.task_name}: search {searched - start:.1f} s, build "
+            f"{built - searched:.1f} s, run {ran - built:.1f} s for {len(candidates)} candidates"
+        )
         for callback in callbacks:
             callback.apply(self, task_id, candidates, builds, results)
         task.strategy.notify_runner_results(candidates, results)
