@@ -135,6 +135,7 @@ class Trace:
         sch: Schedule,
         remove_postproc: bool = False,
         decision_provider: Callable[[Instruction, object], object] | None = None,
+        after_instruction: Callable[[Instruction, Schedule], None] | None = None,
     ) -> None:
         """Run every instruction on ``sch``; references map to the ones ``sch`` returns.
 
@@ -143,6 +144,9 @@ class Trace:
             remove_postproc: stop at ``enter_postproc``: replay the design space only.
             decision_provider: called as ``(instruction, decision)`` to choose another
                 decision for a sampling instruction.
+            after_instruction: called as ``(instruction, sch)`` after each instruction; it
+                may raise ``ScheduleError`` to stop the replay early (a search rejecting a
+                candidate as soon as a decision makes it unusable).
         """
         mapping: dict[Ref, Ref] = {}
         for inst in self.insts:
@@ -176,6 +180,8 @@ class Trace:
                 )
             for old, new in zip(inst.outputs, outputs):
                 mapping[old] = new
+            if after_instruction is not None:
+                after_instruction(inst, sch)
 
     @staticmethod
     def apply_json_to_schedule(data: list[Any] | str, sch: Schedule) -> None:
