@@ -108,7 +108,8 @@ class PerStoreFeature(FeatureExtractor):
         arith_intensity_curve_num_samples: points of the arithmetic-intensity curve.
         cache_line_bytes: the cache line the ``lines`` features count in.
         n_jobs: worker processes for ``extract_from`` when there are at least
-            ``parallel_threshold`` candidates (1: in this process).
+            ``parallel_threshold`` candidates (None: the context's ``num_threads``;
+            1: in this process).
         parallel_threshold: the fewest candidates worth a process pool.
 
     Example::
@@ -123,8 +124,8 @@ class PerStoreFeature(FeatureExtractor):
         buf_cache_size: int = 5,
         arith_intensity_curve_num_samples: int = 10,
         cache_line_bytes: int = 64,
-        n_jobs: int = 1,
-        parallel_threshold: int = 32,
+        n_jobs: int | None = None,
+        parallel_threshold: int = 64,
     ) -> None:
         self.buf_cache_size = buf_cache_size
         self.arith_intensity_curve_num_samples = arith_intensity_curve_num_samples
@@ -150,11 +151,14 @@ class PerStoreFeature(FeatureExtractor):
             self.arith_intensity_curve_num_samples,
             self.cache_line_bytes,
         )
-        if self.n_jobs > 1 and len(mods) >= self.parallel_threshold:
-            chunk = max(1, len(mods) // (4 * self.n_jobs))
-            with ProcessPoolExecutor(self.n_jobs) as pool:
-                jobs = [(mod, *options) for mod in mods]
-                return list(pool.map(_extract_job, jobs, chunksize=chunk))
+        jobs = self.n_jobs
+        if jobs is None:
+            jobs = getattr(context, "num_threads", 1) if context is not None else 1
+        if jobs > 1 and len(mods) >= self.parallel_threshold:
+            chunk = max(1, len(mods) // (4 * jobs))
+            with ProcessPoolExecutor(jobs) as pool:
+                work = [(mod, *options) for mod in mods]
+                return list(pool.map(_extract_job, work, chunksize=chunk))
         return [per_store_features(mod, *options) for mod in mods]
 
 
