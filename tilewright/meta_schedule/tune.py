@@ -52,7 +52,7 @@ class TuneConfig:
         max_trials_per_task: trials per task (default: the global budget).
         task_scheduler: ``"gradient"`` or ``"round-robin"``.
         strategy: ``"evolutionary"``, ``"replay-trace"`` or ``"replay-func"``.
-        population_size: the evolutionary search's population (default: by machine size).
+        population_size: the evolutionary search's population (default 128).
     """
 
     max_trials_global: int
@@ -111,9 +111,9 @@ def _make_strategy(strategy: SearchStrategy | str, population: int | None, extra
     if isinstance(strategy, SearchStrategy):
         return strategy
     if strategy == "evolutionary":
-        cores = os.cpu_count() or 1
-        size = population or (512 if cores >= 16 else 128)
-        return ss.EvolutionarySearch(population_size=size, **extra)
+        # TVM's population is 512; our replays cost more, and 128 keeps a round of the
+        # search near the time its batch takes to build and run.
+        return ss.EvolutionarySearch(population_size=population or 128, **extra)
     if strategy == "replay-trace":
         return ss.ReplayTrace(**extra)
     if strategy == "replay-func":

@@ -9,6 +9,7 @@ process the runner can kill, so a kernel that crashes or hangs costs only that p
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -25,6 +26,9 @@ from tilewright.meta_schedule.runner.runner import (
 from tilewright.runtime import Device, Module, NDArray, PackedFunc, array, device, load
 from tilewright.runtime.time_evaluator import time_evaluator
 
+# A checking call longer than this marks a candidate slow (see ``measure``).
+SLOW_CALL_SECS = 0.25
+
 
 def measure(runner_input: RunnerInput, config: EvaluatorConfig) -> RunnerResult:
     """Check and time one candidate (raises what loading or running raised).
@@ -38,9 +42,15 @@ def measure(runner_input: RunnerInput, config: EvaluatorConfig) -> RunnerResult:
     func = entry_function(rt_mod)
     dev = device(runner_input.device_type, 0)
     if runner_input.check is not None:
+        start = time.perf_counter()
         wrong = check_result(func, dev, runner_input)
         if wrong is not None:
             return RunnerResult(error_msg=wrong)
+        if time.perf_counter() - start > SLOW_CALL_SECS:
+            # A candidate this slow ranks last whatever its exact time: one timed call
+            # after the warm-up is enough, and keeps slow candidates from eating the
+            # session's time.
+            config = EvaluatorConfig(number=1, repeat=1, min_repeat_ms=0)
     return RunnerResult(run_secs=time_candidate(rt_mod, func, dev, runner_input, config))
 
 
