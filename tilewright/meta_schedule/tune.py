@@ -153,6 +153,7 @@ def tune_tasks(
     check_results: bool = True,
     seed: int = 0,
     progress: bool = True,
+    max_seconds: float | None = None,
 ) -> Database:
     """Tune several tasks into one database (TVM's ``ms.tune_tasks``); see ``tune_tir``."""
     from tilewright.meta_schedule.builder import LocalBuilder
@@ -233,6 +234,7 @@ def tune_tasks(
             database=db,
             cost_model=model,
             log=log,
+            max_seconds=max_seconds,
         )
     finally:
         log.close()
@@ -261,6 +263,7 @@ def tune_tir(
     num_tuning_cores: int | str = "physical",
     check_results: bool = True,
     progress: bool = True,
+    max_seconds: float | None = None,
 ) -> Any:
     """Tune a TIR module (see the module docstring for both forms).
 
@@ -274,6 +277,7 @@ def tune_tir(
         space: ``"post-order-apply"``, a ``SpaceGenerator`` or a function ``fn(sch)``.
         strategy: ``"evolutionary"``, ``"replay-trace"``, ``"replay-func"`` or a strategy.
         check_results: compare each candidate with the unscheduled module before timing.
+        max_seconds: a wall-time budget: no new round starts after it (beyond TVM).
 
     Returns:
         The database, or with ``config`` the best schedule (None when no candidate ran).
@@ -322,6 +326,7 @@ def tune_tir(
         check_results=check_results,
         seed=rand,
         progress=progress,
+        max_seconds=max_seconds,
     )
     if config is None:
         return db

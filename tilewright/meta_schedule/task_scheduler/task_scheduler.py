@@ -78,8 +78,11 @@ class TaskScheduler:
         database: Database | None,
         cost_model: CostModel | None,
         log: TuneLog,
+        max_seconds: float | None = None,
     ) -> None:
-        """Tune ``tasks`` until ``max_trials_global`` trials are spent or all are done."""
+        """Tune ``tasks`` until ``max_trials_global`` trials are spent, all are done, or
+        (when given) ``max_seconds`` have passed: no round starts after that."""
+        start = time.perf_counter()
         self.tasks, self.database, self.cost_model, self.log = tasks, database, cost_model, log
         per_task = max_trials_per_task or max_trials_global
         for k, task in enumerate(tasks):
@@ -90,6 +93,9 @@ class TaskScheduler:
             task.strategy.pre_tuning(per_task, num_trials_per_iter, spaces, database, cost_model)
         total = 0
         while total < max_trials_global:
+            if max_seconds is not None and time.perf_counter() - start > max_seconds:
+                log.info(f"time budget of {max_seconds:g} s spent: tuning stops")
+                break
             task_id = self.next_task_id()
             if task_id < 0:
                 break

@@ -1,0 +1,111 @@
+"""The tuner on the GPU: float32 matmul 4096^3, softmax and layer norm over 4096 x 4096, each
+tuned by ``ms.tune_tir`` within a trial and time budget, then timed beside torch (matmul:
+``torch.matmul`` with TF32 off, i.e. cuBLAS float32) in interleaved rounds. Prints ours, the
+peer, the ratio, the trials, the tuning wall time and trials per minute.
+
+    python benchmarks/gpu_tune_kernels.py [--only matmul] [--trials 1000] [--seconds 300]
+"""
+
+import argparse
+import os
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+import tilewright as tw
+from tilewright import meta_schedule as ms
+from tilewright.ir import IRModule
+from tilewright.meta_schedule.testing.workloads import WORKLOADS
+
+SIZES = {
+    "matmul": {"m": 4096, "n": 4096, "k": 4096},
+    "softmax": {"m": 4096, "n": 4096},
+    "layer_norm": {"m": 4096, "n": 4096},
+}
+
+
+def _peer(name: str, args: list[torch.Tensor]) -> torch.Tensor:
+    if name == "matmul":
+        return torch.matmul(args[0], args[1])
+    if name == "softmax":
+        return torch.softmax(args[0], dim=-1)
+    x, gamma, beta = args[:3]
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), gamma, beta, eps=1e-5)
+
+
+def _median_ms(fn, repeat: int = 20) -> float:
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return float(np.median(times))
+
+
+def run(name: str, trials: int, seconds: float, per_iter: int) -> None:
+    w = WORKLOADS[name]
+    mod = IRModule({"main": w.func(**SIZES[name])})
+    flops = w.flops(**SIZES[name])
+    work_dir = tempfile.mkdtemp(prefix=f"tune-{name}-")
+    start = time.perf_counter()
+    db = ms.tune_tir(
+        mod,
+        "cuda",
+        work_dir=work_dir,
+        max_trials_global=trials,
+        num_trials_per_iter=per_iter,
+        max_seconds=seconds,
+    )
+    tuning = time.perf_counter() - start
+    records = db.get_all_tuning_records()
+    sch = ms.tir_integration.compile_tir(db, mod, "cuda")
+    if sch is None:
+        print(f"{name}: no candidate ran correctly in {len(records)} trials")
+        return
+    rt_mod = tw.build(sch.mod, target="cuda")
+    dev = tw.cuda(0)
+    rng = np.random.default_rng(0)
+    shapes = [info.shape for info in ms.ArgInfo.from_entry_func(mod)]
+    host = [rng.uniform(0.5, 1.5, size=s).astype("float32") for s in shapes]
+    ours = [tw.nd.array(a, dev) for a in host]
+    theirs = [torch.from_numpy(a).cuda() for a in host]
+    torch.backends.cuda.matmul.allow_tf32 = False
+    rt_mod["main"](*ours)
+    expected = _peer(name, theirs).cpu().numpy()
+    np.testing.assert_allclose(ours[-1].numpy(), expected, rtol=2e-3, atol=2e-4)
+    func = rt_mod["main"]
+    ms_ours, ms_peer = [], []
+    for _ in range(3):
+        ms_ours.append(_median_ms(lambda: func(*ours)))
+        ms_peer.append(_median_ms(lambda: _peer(name, theirs)))
+    a, b = float(np.median(ms_ours)), float(np.median(ms_peer))
+    valid = sum(r.is_valid for r in records)
+    print(
+        f"{name} {SIZES[name]}: {len(records)} trials ({valid} valid) in {tuning:.0f} s "
+        f"({len(records) / tuning * 60:.0f} trials/minute)"
+    )
+    print(f"  ours  {flops / a / 1e6:9.1f} GFLOP/s  {a:.4f} ms")
+    print(f"  torch {flops / b / 1e6:9.1f} GFLOP/s  {b:.4f} ms")
+    print(f"  ratio {b / a:9.2f}x torch", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", nargs="*", default=list(SIZES))
+    parser.add_argument("--trials", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=float(os.environ.get("TUNE_SECONDS", 120)))
+    parser.add_argument("--per-iter", type=int, default=64)
+    args = parser.parse_args()
+    for name in args.only:
+        run(name, args.trials, args.seconds, args.per_iter)
+
+
+if __name__ == "__main__":
+    main()
