@@ -218,3 +218,28 @@ def test_two_functions_in_one_module():
     rt["double_it"](a, b, c)
     np.testing.assert_array_equal(c, 2.0)
     assert sorted(rt.function_names()) == ["double_it", "main"]
+
+
+def test_heap_buffers_of_a_parallel_loop_are_allocated_once_per_thread():
+    # Each of 8 parallel rows fills a 96 KB scratch buffer (heap) and a small one (stack);
+    # both are allocated once per thread around "omp for", not once per iteration.
+    rows, size = 8, 1 << 15
+    A, B = decl_buffer((rows * size,), "float32", "A"), decl_buffer((rows,), "float32", "B")
+    big = decl_buffer((size,), "float32", "big", scope="global")
+    small = decl_buffer((4,), "float32", "small", scope="local")
+    r, i = Var("r", I32), Var("i", I32)
+    body = Allocate(small, Allocate(big, seq(
+        loop(i, size, BufferStore(big, op.mul(A[op.add(op.mul(r, size), i)], 2.0), (i,))),
+        BufferStore(small, big[size - 1], (i32(0),)),
+        BufferStore(B, op.add(small[0], big[0]), (r,)),
+    )))  # fmt: skip
+    rt = build_lowered(module(func([A, B], loop(r, rows, body, ForKind.PARALLEL))), "c")
+    source = rt.get_source()
+    head = source.index("#pragma omp parallel\n")
+    assert source.index("aligned_alloc", head) < source.index("#pragma omp for", head)
+    assert source.index("float small[4]", head) < source.index("#pragma omp for", head)
+    assert source.count("free(big)") == 1
+    a, b = RNG.random(rows * size, dtype="float32"), np.zeros(rows, "float32")
+    rt["main"](a, b)
+    rows_of_a = a.reshape(rows, size)
+    np.testing.assert_allclose(b, rows_of_a[:, -1] * 2 + rows_of_a[:, 0] * 2, rtol=1e-6)

@@ -43,7 +43,7 @@ pytestmark = pytest.mark.skipif(
 
 N = 16
 TARGET = Target("llvm --num-cores=2")
-QUICK = EvaluatorConfig(number=2, repeat=3, min_repeat_ms=5)
+QUICK = EvaluatorConfig(number=2, repeat=3, min_repeat_ms=5, slow_candidate_secs=0)
 
 
 def matmul() -> IRModule:

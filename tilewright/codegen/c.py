@@ -148,6 +148,10 @@ class CPrinter(CLikePrinter):
         pragma = None
         nested_parallel = self.in_parallel
         if s.kind is ForKind.PARALLEL and not self.in_parallel:
+            hoisted = self._per_thread_allocations(s)
+            if hoisted:
+                self._parallel_with_buffers(s, hoisted)
+                return
             pragma = "#pragma omp parallel for"
         elif s.kind is ForKind.VECTORIZED:
             pragma = "#pragma GCC ivdep"
@@ -160,6 +164,68 @@ class CPrinter(CLikePrinter):
         self.in_parallel = nested_parallel or s.kind is ForKind.PARALLEL
         self.block(s.body)
         self.in_parallel = nested_parallel
+        self.emit("}")
+
+    def _per_thread_allocations(self, s: For) -> list[Allocate]:
+        """The heap allocations that open a parallel loop's body with sizes that do not
+        depend on the loop: allocated once per thread rather than once per iteration (a
+        page-faulting allocation per iteration costs more than the iteration's work)."""
+        found = []
+        body = s.body
+        while isinstance(body, Allocate) and self._const_bytes(body) is not None:
+            found.append(body)
+            body = body.body
+        heap = any((self._const_bytes(a) or 0) > MAX_STACK_BYTES for a in found)
+        return found if heap else []
+
+    def _const_bytes(self, s: Allocate) -> int | None:
+        """The bytes of a constant-size allocation, else None."""
+        count = 1
+        for dim in s.buffer.shape:
+            if not isinstance(dim, IntImm):
+                return None
+            count *= dim.value
+        return count * s.buffer.dtype.bytes
+
+    def _parallel_with_buffers(self, s: For, allocs: list[Allocate]) -> None:
+        """``#pragma omp parallel`` with each thread's buffers, around ``omp for``."""
+        self.uses_heap = True
+        self.emit("#pragma omp parallel")
+        self.emit("{")
+        self.indent += 1
+        names = []
+        for a in allocs:
+            ctype = self.storage_type(a.buffer.dtype)
+            name = self.define(a.buffer.data)
+            nbytes = self._const_bytes(a)
+            assert nbytes is not None
+            if nbytes <= MAX_STACK_BYTES:
+                align = f" __attribute__((aligned({a.buffer.align})))" if a.buffer.align > 1 else ""
+                count = max(nbytes // max(a.buffer.dtype.bytes, 1), 1)
+                self.emit(f"{ctype} {name}[{count}]{align};")
+                continue
+            names.append(name)
+            boundary = max(a.buffer.align, 16)
+            size = (nbytes + boundary - 1) // boundary * boundary
+            self.emit(
+                f"{ctype}* {self.restrict} {name} = ({ctype}*)aligned_alloc({boundary}, {size});"
+            )
+        self.emit("#pragma omp for")
+        self.emit(self.loop_header(s))
+        self.indent += 1
+        self.emit(f"if ({' && '.join(f'{n} != NULL' for n in names)}) {{")
+        self.in_parallel = True
+        body = allocs[-1].body
+        self.block(body)
+        self.in_parallel = False
+        self.emit("} else {")
+        self.emit("  __atomic_store_n(&tw_status, -1, __ATOMIC_RELAXED);")
+        self.emit("}")
+        self.indent -= 1
+        self.emit("}")
+        for name in names:
+            self.emit(f"free({name});")
+        self.indent -= 1
         self.emit("}")
 
     def stmt_AttrStmt(self, s: AttrStmt) -> None:

@@ -28,9 +28,6 @@ from tilewright.meta_schedule.runner.runner import (
 from tilewright.runtime import Device, Module, NDArray, PackedFunc, array, device, load
 from tilewright.runtime.time_evaluator import time_evaluator
 
-# A checking call longer than this marks a candidate slow (see ``measure``).
-SLOW_CALL_SECS = 0.25
-
 
 def measure(runner_input: RunnerInput, config: EvaluatorConfig) -> RunnerResult:
     """Check and time one candidate (raises what loading or running raised).
@@ -48,11 +45,12 @@ def measure(runner_input: RunnerInput, config: EvaluatorConfig) -> RunnerResult:
         wrong = check_result(func, dev, runner_input)
         if wrong is not None:
             return RunnerResult(error_msg=wrong)
-        if time.perf_counter() - start > SLOW_CALL_SECS:
+        slow = config.slow_candidate_secs
+        if slow > 0 and time.perf_counter() - start > slow:
             # A candidate this slow ranks last whatever its exact time: one timed call
             # after the warm-up is enough, and keeps slow candidates from eating the
             # session's time.
-            config = EvaluatorConfig(number=1, repeat=1, min_repeat_ms=0)
+            config = EvaluatorConfig(number=1, repeat=1, min_repeat_ms=0, slow_candidate_secs=0)
     return RunnerResult(run_secs=time_candidate(rt_mod, func, dev, runner_input, config))
 
 
