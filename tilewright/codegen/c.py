@@ -167,9 +167,10 @@ class CPrinter(CLikePrinter):
         self.emit("}")
 
     def _per_thread_allocations(self, s: For) -> list[Allocate]:
-        """The heap allocations that open a parallel loop's body with sizes that do not
-        depend on the loop: allocated once per thread rather than once per iteration (a
-        page-faulting allocation per iteration costs more than the iteration's work)."""
+        """The constant-size allocations that open a parallel loop's body, when one of them
+        is on the heap: that one is allocated once per thread rather than once per iteration
+        (a page-faulting allocation per iteration can cost more than the iteration's work);
+        stack arrays stay in the loop body."""
         found = []
         body = s.body
         while isinstance(body, Allocate) and self._const_bytes(body) is not None:
@@ -194,16 +195,15 @@ class CPrinter(CLikePrinter):
         self.emit("{")
         self.indent += 1
         names = []
+        stack = []
         for a in allocs:
-            ctype = self.storage_type(a.buffer.dtype)
-            name = self.define(a.buffer.data)
             nbytes = self._const_bytes(a)
             assert nbytes is not None
             if nbytes <= MAX_STACK_BYTES:
-                align = f" __attribute__((aligned({a.buffer.align})))" if a.buffer.align > 1 else ""
-                count = max(nbytes // max(a.buffer.dtype.bytes, 1), 1)
-                self.emit(f"{ctype} {name}[{count}]{align};")
+                stack.append(a)  # declared in the loop body: its values die each iteration
                 continue
+            ctype = self.storage_type(a.buffer.dtype)
+            name = self.define(a.buffer.data)
             names.append(name)
             boundary = max(a.buffer.align, 16)
             size = (nbytes + boundary - 1) // boundary * boundary
@@ -214,9 +214,16 @@ class CPrinter(CLikePrinter):
         self.emit(self.loop_header(s))
         self.indent += 1
         self.emit(f"if ({' && '.join(f'{n} != NULL' for n in names)}) {{")
+        self.indent += 1
+        for a in stack:
+            ctype = self.storage_type(a.buffer.dtype)
+            name = self.define(a.buffer.data)
+            align = f" __attribute__((aligned({a.buffer.align})))" if a.buffer.align > 1 else ""
+            count = max((self._const_bytes(a) or 0) // max(a.buffer.dtype.bytes, 1), 1)
+            self.emit(f"{ctype} {name}[{count}]{align};")
+        self.indent -= 1
         self.in_parallel = True
-        body = allocs[-1].body
-        self.block(body)
+        self.block(allocs[-1].body)
         self.in_parallel = False
         self.emit("} else {")
         self.emit("  __atomic_store_n(&tw_status, -1, __ATOMIC_RELAXED);")
