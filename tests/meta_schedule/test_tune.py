@@ -198,3 +198,34 @@ def test_killed_session_resumes(tmp_path: Path) -> None:
     assert len(hashes) == before + 4
     assert len(set(hashes)) == len(hashes)
     _check_best(db)
+
+
+CLI_MODULE = """
+from tilewright.ir import IRModule
+from tilewright.meta_schedule.testing.workloads import WORKLOADS
+
+Matmul = IRModule({"main": WORKLOADS["matmul"].func(m=16, n=16, k=16)})
+"""
+
+
+def test_command_line_tunes_a_file_and_shows_the_best(tmp_path: Path) -> None:
+    source = tmp_path / "matmul.py"
+    source.write_text(CLI_MODULE)
+    work = tmp_path / "work"
+    command = [sys.executable, "-m", "tilewright.meta_schedule"]
+    tune = subprocess.run(
+        [*command, "tune", str(source), "--target", TARGET, "--trials", "4", "--per-iter", "4",
+         "--work-dir", str(work), "--strategy", "replay-trace", "--cost-model", "random"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert tune.returncode == 0, tune.stderr
+    assert "4 records, 4 valid" in tune.stdout and "GFLOP/s" in tune.stdout
+    show = subprocess.run(
+        [*command, "show", str(work), "--trace"], capture_output=True, text=True, timeout=120
+    )
+    assert show.returncode == 0, show.stderr
+    assert "sample_perfect_tile" in show.stdout and "T.prim_func" in show.stdout
+    missing = subprocess.run(
+        [*command, "show", str(tmp_path / "nothing")], capture_output=True, text=True, timeout=120
+    )
+    assert missing.returncode != 0 and "nothing" in missing.stderr

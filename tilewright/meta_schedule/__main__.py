@@ -57,7 +57,10 @@ def _show(args: argparse.Namespace) -> None:
     from tilewright.meta_schedule.database import JSONDatabase
     from tilewright.meta_schedule.flop_count import estimate_flops
 
-    db = JSONDatabase(work_dir=args.work_dir, allow_missing=False)
+    try:
+        db = JSONDatabase(work_dir=args.work_dir, allow_missing=False)
+    except FileNotFoundError as err:
+        raise SystemExit(f"{args.work_dir}: no tuning database here ({err})") from None
     groups: dict[int, list] = {}
     for record in db.get_all_tuning_records():
         groups.setdefault(record.workload.shash, []).append(record)
