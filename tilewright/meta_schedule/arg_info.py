@@ -62,8 +62,11 @@ class ArgInfo:
         return infos
 
     @staticmethod
-    def from_entry_func(mod: IRModule) -> list[TensorInfo]:
-        """The argument descriptions of ``mod``'s only (or ``main``) function."""
+    def from_entry_func(mod: IRModule | PrimFunc) -> list[TensorInfo]:
+        """The argument descriptions of ``mod``'s only (or ``main``) function (or of ``mod``
+        itself when it is a ``PrimFunc``)."""
+        if isinstance(mod, PrimFunc):
+            return ArgInfo.from_prim_func(mod)
         funcs = dict(mod.items())
         func = funcs.get("main") or (next(iter(funcs.values())) if len(funcs) == 1 else None)
         if func is None:

@@ -65,14 +65,10 @@ class TuneConfig:
 
 
 def _device_type(target: Target) -> str:
-    kind = target.kind.name
-    if kind in ("c", "llvm"):
-        return "cpu"
-    if kind == "cuda":
-        return "cuda"
-    raise ValueError(
-        f"target {target}: the local runner measures on the CPU and on CUDA GPUs, not {kind}"
-    )
+    """The device the target's kernels run on (the backend table's ``device``)."""
+    from tilewright.backend import backend_for
+
+    return backend_for(target).device
 
 
 def _make_database(database: Database | str, work_dir: str | None) -> Database:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from tilewright.meta_schedule.arg_info import TensorInfo
+from tilewright.runtime.device import device
 from tilewright.runtime.ndarray import numpy_dtype
 
 # Used when the cache size cannot be read: larger than the last-level cache of most CPUs.
@@ -85,6 +86,6 @@ def rotation_sets(args_info: Sequence[TensorInfo], device_type: str) -> int:
 
     Example: a 1024² float32 matmul (12 MB a set) on a GPU rotates through 11 sets.
     """
-    cache = last_level_cache_bytes() if device_type == "cpu" else GPU_CACHE_BYTES
+    cache = last_level_cache_bytes() if device(device_type).is_host else GPU_CACHE_BYTES
     per_set = max(1, argument_bytes(args_info))
     return max(1, min(MAX_ARGUMENT_SETS, -(-2 * cache // per_set)))

@@ -64,7 +64,10 @@ def measure_or_report(
     try:
         return measure(runner_input, config), False
     except Exception as err:
-        return RunnerResult(error_msg=describe_error(err)), runner_input.device_type != "cpu"
+        # After an error on a GPU, whose context a fault may have poisoned.
+        return RunnerResult(error_msg=describe_error(err)), not device(
+            runner_input.device_type
+        ).is_host
 
 
 def entry_function(rt_mod: Module) -> PackedFunc:
