@@ -50,8 +50,9 @@ class SampleReport:
         )
 
 
-def _fresh(inst: Instruction, decision: object) -> object:
-    return None  # every sampling instruction draws again
+def fresh_decision(inst: Instruction, decision: object) -> object:
+    """A decision provider for replays: every sampling instruction draws again."""
+    return None
 
 
 def apply_postprocs(context: TuneContext, sch: Schedule) -> str | None:
@@ -148,7 +149,7 @@ def sample_candidates(
         report.attempts += 1
         trace: Trace = traces[context.rng.randrange(len(traces))]
         sch = Schedule(context.mod, seed=context.fork_seed())
-        rejected_by = replay_candidate(context, trace, sch, _fresh)
+        rejected_by = replay_candidate(context, trace, sch, fresh_decision)
         if rejected_by is not None:
             report.rejected[rejected_by] += 1
             continue

@@ -23,9 +23,9 @@ import random
 from typing import TYPE_CHECKING, Literal
 
 from tilewright.meta_schedule.builder.process_pool import WorkerPool
-from tilewright.meta_schedule.candidates import replay_candidate
+from tilewright.meta_schedule.candidates import fresh_decision, replay_candidate
 from tilewright.meta_schedule.mutator.replay import design_space
-from tilewright.schedule import Instruction, Schedule, Trace
+from tilewright.schedule import Schedule, Trace
 
 if TYPE_CHECKING:
     from tilewright.meta_schedule.tune_context import TuneContext
@@ -39,10 +39,6 @@ _CONTEXTS: dict[str, TuneContext] = {}
 JOB_TIMEOUT_SEC = 300.0
 
 
-def _fresh(inst: Instruction, decision: object) -> object:
-    return None
-
-
 def run_job(context: TuneContext, job: Job) -> Schedule | str:
     """One job in this process (see the module docstring)."""
     kind, trace, seed = job
@@ -50,7 +46,7 @@ def run_job(context: TuneContext, job: Job) -> Schedule | str:
     rng = random.Random(seed)
     provider = None
     if kind == "fresh":
-        provider = _fresh
+        provider = fresh_decision
     elif kind == "mutate":
         mutators = [(m, p) for m, p in context.space_generator.mutator_probs.items() if p > 0]
         if not mutators:

@@ -22,7 +22,7 @@ from tilewright.meta_schedule.arg_info import ArgInfo, TensorInfo
 from tilewright.meta_schedule.candidates import apply_postprocs
 from tilewright.meta_schedule.replay_pool import Job, ReplayPool
 from tilewright.meta_schedule.search_strategy.search_strategy import MeasureCandidate
-from tilewright.schedule import Instruction, Schedule, Trace
+from tilewright.schedule import Schedule, Trace
 
 if TYPE_CHECKING:
     from tilewright.meta_schedule.cost_model.cost_model import CostModel
@@ -63,10 +63,6 @@ class RoundReport:
             + (f" ({phases})" if phases else "")
             + f"; rejected: {reasons}"
         )
-
-
-def _fresh(inst: Instruction, decision: object) -> object:
-    return None  # every sampling instruction draws again
 
 
 class SearchSession:
