@@ -65,12 +65,51 @@ def test_cpu_tiling_with_a_packed_panel_and_a_write_cache() -> None:
     j0, j1, j2, j3 = hand.split(j, [2, 1, 1, 8])
     k0, k1 = hand.split(k, [4, 4])
     hand.reorder(i0, j0, i1, j1, k0, i2, j2, k1, i3, j3)
+    # The panel of B's columns is packed once for all rows: j0 moves out of i0.
+    hand.reorder(j0, i0)
     panel = hand.cache_read(block, 1, "global")  # only B: its last index is j
     hand.compute_at(panel, j0, preserve_unit_loops=True)
     hand.reverse_compute_at(cache, j1, preserve_unit_loops=True)
     assert_structural_equal(sch.mod, hand.mod)
     assert "A_global" not in sch.mod.script() and "B_global" in sch.mod.script()
     _check_numbers(sch.mod, gpu=False)
+
+
+def test_cpu_tiling_keeps_the_vectorized_tile_whole_vector_registers() -> None:
+    # 32-byte registers hold 8 float32 lanes: j is split by 8 first and only its outer
+    # part is tiled, so the innermost tile is 8 lanes times a sampled factor.
+    rule = MultiLevelTiling(
+        structure="SSRSRS",
+        max_innermost_factor=8,
+        reuse_read=ReuseType(req="must", levels=[1], scope="global", buffers="vector"),
+        reuse_write=ReuseType(req="must", levels=[2], scope="global"),
+        vector_bytes=32,
+    )
+    (space,) = _spaces(rule, "llvm")
+    sch = _with(space, [[1, 2, 2, 4], [2, 1, 1, 1], [4, 4]])
+
+    hand = Schedule(MATMUL.func(**SIZES))
+    block = hand.get_block("C")
+    hand.annotate(block, "meta_schedule.tiling_structure", "SSRSRS")
+    cache = hand.cache_write(block, 0, "global")
+    i, j, k = hand.get_loops(block)
+    i0, i1, i2, i3 = hand.split(i, [1, 2, 2, 4])
+    j_outer, lanes = hand.split(j, [None, 8])
+    j0, j1, j2, j3 = hand.split(j_outer, [2, 1, 1, 1])
+    k0, k1 = hand.split(k, [4, 4])
+    hand.reorder(i0, j0, i1, j1, k0, i2, j2, k1, i3, j3, lanes)
+    hand.reorder(j0, i0)
+    panel = hand.cache_read(block, 1, "global")
+    hand.compute_at(panel, j0, preserve_unit_loops=True)
+    hand.reverse_compute_at(cache, j1, preserve_unit_loops=True)
+    assert_structural_equal(sch.mod, hand.mod)
+    _check_numbers(sch.mod, gpu=False)
+    # A loop no register width divides is tiled as TVM tiles it.
+    odd = WORKLOADS["matmul"].func(m=16, n=15, k=16)
+    generator = ms.space_generator.PostOrderApply(sch_rules=[rule], postprocs=[], mutator_probs={})
+    ctx = ms.TuneContext(odd, target="llvm", space_generator=generator)
+    (odd_space,) = ctx.generate_design_space()
+    assert sum(inst.kind == "split" for inst in odd_space.trace) == 3
 
 
 def test_gpu_tiling_binds_threads_and_caches_in_shared_and_local_memory() -> None:

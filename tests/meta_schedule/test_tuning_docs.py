@@ -24,7 +24,8 @@ def test_the_tuning_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         exec(compile(block, str(DOC), "exec"), namespace)
     # Two sessions into one work_dir: 16 + 8 trials, no candidate measured twice.
     records = namespace["records"]
-    assert len(records) == 24  # type: ignore[arg-type]
     assert len({r.candidate_shash for r in records}) == 24  # type: ignore[attr-defined]
+    assert len(records) > 24  # type: ignore[arg-type]  # leaders timed again
     assert (tmp_path / "tune_matmul" / "tuning_curve.csv").exists()
-    assert len(namespace["database"].get_all_tuning_records()) == 8  # type: ignore[attr-defined]
+    again = namespace["database"].get_all_tuning_records()  # type: ignore[attr-defined]
+    assert len({r.candidate_shash for r in again}) == 8

@@ -45,6 +45,7 @@ STAGE_NAMES = [
     "flatten_buffers",
     "apply_unroll_pragmas",
     "simplify",
+    "lower_vectorized",
     "remove_no_op",
     "verify",
 ]

@@ -2,7 +2,8 @@
 
 Buffers are restrict pointers, parallel loops use OpenMP, vectorized loops carry
 ``#pragma GCC ivdep`` so that the C compiler vectorizes them, and a vector statement (a
-``Ramp`` index, a ``Broadcast`` value) becomes a short loop over its lanes. float16 and
+``Ramp`` index, a ``Broadcast`` value) becomes GCC vector-extension code (``c_vector``) or,
+for what that does not cover, a short loop over its lanes. float16 and
 bfloat16 are stored as ``uint16_t`` and computed in ``float``, rounded after each operation.
 """
 
@@ -13,9 +14,10 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from tilewright.codegen.c_like import C_KEYWORDS, CLikePrinter, CodegenError, Expr
+from tilewright.codegen.c_vector import VectorWriter
 from tilewright.codegen.signature import FuncSignature, func_signature, symbolic_vars
 from tilewright.ir import DataType, IntImm, IRModule, PrimFunc, Var
-from tilewright.ir.stmt import Allocate, AttrStmt, For, ForKind
+from tilewright.ir.stmt import Allocate, AttrStmt, BufferStore, For, ForKind
 
 # Stack arrays up to this size; larger or symbolic allocations go to the heap.
 MAX_STACK_BYTES = 64 * 1024
@@ -141,6 +143,16 @@ class CPrinter(CLikePrinter):
         return Expr(f"tw_round_{half}({result.text})")
 
     # ---- statements ------------------------------------------------------------------------
+
+    def stmt_BufferStore(self, s: BufferStore) -> None:
+        vector = len(s.indices) == 1 and s.value.dtype.lanes > 1
+        if not (vector and VectorWriter(self).store(s)):
+            super().stmt_BufferStore(s)
+
+    def lane_loop(self, lanes: int, body: Callable[[Var], str]) -> None:
+        # The lanes of a vector statement are independent by definition.
+        self.emit("#pragma GCC ivdep")
+        super().lane_loop(lanes, body)
 
     def stmt_For(self, s: For) -> None:
         if s.kind is ForKind.THREAD_BINDING:

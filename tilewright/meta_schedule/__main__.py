@@ -55,6 +55,7 @@ def _tune(args: argparse.Namespace) -> None:
 
 def _show(args: argparse.Namespace) -> None:
     from tilewright.meta_schedule.database import JSONDatabase
+    from tilewright.meta_schedule.database.database import rank_records
     from tilewright.meta_schedule.flop_count import estimate_flops
 
     try:
@@ -69,16 +70,23 @@ def _show(args: argparse.Namespace) -> None:
         return
     for shash, records in groups.items():
         workload = records[0].workload
-        valid = sorted((r for r in records if r.is_valid), key=lambda r: r.mean_secs)
+        valid = rank_records(records, len(records))
+        candidates = len(
+            {r.candidate_shash if r.candidate_shash is not None else id(r) for r in records}
+        )
         names = ", ".join(name for name, _ in workload.mod.items())
-        print(f"workload {names} (hash {shash}): {len(records)} records, {len(valid)} valid")
+        print(
+            f"workload {names} (hash {shash}): {candidates} candidates, {len(valid)} valid, "
+            f"{len(records)} records"
+        )
         if not valid:
             continue
         best = valid[0]
         flops = estimate_flops(workload.mod)
+        secs = best.median_secs
         print(
-            f"best: {best.mean_secs * 1e3:.4f} ms, {flops / best.mean_secs / 1e9:.2f} GFLOP/s "
-            f"on {best.target}"
+            f"best: {secs * 1e3:.4f} ms, {flops / secs / 1e9:.2f} GFLOP/s on {best.target} "
+            f"(median of {len(best.run_secs or ())} timings)"
         )
         if args.trace:
             print("trace:")

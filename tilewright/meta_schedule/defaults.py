@@ -11,6 +11,7 @@ from __future__ import annotations
 from tilewright.meta_schedule import mutator as M
 from tilewright.meta_schedule import postproc as P
 from tilewright.meta_schedule import schedule_rule as R
+from tilewright.runtime.c_compiler import native_vector_bytes
 from tilewright.target import Target
 
 GPU_KINDS = ("cuda", "opencl", "metal")
@@ -74,6 +75,8 @@ def schedule_rules(target: Target) -> list[R.ScheduleRule]:
             # streams (B's columns in a matmul) into a contiguous panel per outer tile.
             reuse_read=R.ReuseType(req="may", levels=[1], scope="global", buffers="vector"),
             reuse_write=R.ReuseType(req="may", levels=[1, 2], scope="global"),
+            # Beyond TVM: the vectorized innermost tile is whole vector registers.
+            vector_bytes=native_vector_bytes(),
         ),
         R.ParallelizeVectorizeUnroll(
             max_jobs_per_core=16,

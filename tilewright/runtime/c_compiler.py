@@ -87,6 +87,28 @@ def compiler_version(cc: tuple[str, ...]) -> str:
 
 
 @functools.cache
+def native_vector_bytes() -> int:
+    """The width in bytes of the widest vector registers the configured C compiler targets
+    with ``-march=native`` (64 with AVX-512, 32 with AVX, else 16).
+
+    Example::
+
+        >>> native_vector_bytes()
+        64
+    """
+    cc = tuple(shlex.split(config.get().cc))
+    flags = ["-march=native"] if _accepts(cc, "-march=native") else []
+    command = [*cc, *flags, "-dM", "-E", "-x", "c", os.devnull]
+    try:
+        macros = subprocess.run(command, capture_output=True, text=True).stdout
+    except OSError:
+        return 16
+    if "__AVX512F__" in macros:
+        return 64
+    return 32 if "__AVX__" in macros else 16
+
+
+@functools.cache
 def _native_cpu(cc: tuple[str, ...]) -> str:
     """The instruction-set flags ``-march=native`` expands to on this machine."""
     command = [*cc, "-march=native", "-E", "-v", "-x", "c", os.devnull, "-o", os.devnull]

@@ -51,11 +51,13 @@ from tilewright.ir import (
 _LANEWISE_CALLS = frozenset(intrinsics.UNARY_MATH + intrinsics.BINARY_MATH)
 
 
-def lower_vectorized(func: PrimFunc) -> PrimFunc:
+def lower_vectorized(func: PrimFunc, *, keep_loops: bool = False) -> PrimFunc:
     """Turn each ``T.vectorized`` loop into one vector store, or a serial loop when it cannot be.
 
     Args:
         func: a function after ``flatten_buffers`` (one index per access) and ``simplify``.
+        keep_loops: leave a loop that cannot become one store vectorized rather than serial
+            (the C target prints it for the C compiler to vectorize).
 
     Example::
 
@@ -63,7 +65,7 @@ def lower_vectorized(func: PrimFunc) -> PrimFunc:
         for v in T.vectorized(4):                  A_shared[T.Ramp(t * 4, 1, 4)] =
             A_shared[t * 4 + v] = A[b * 256 + t * 4 + v]     A[T.Ramp(b * 256 + t * 4, 1, 4)]
     """
-    return func.with_body(_Vectorizer().visit(func.body))
+    return func.with_body(_Vectorizer(keep_loops).visit(func.body))
 
 
 def known_divisor(expr: PrimExpr) -> int:
@@ -173,15 +175,16 @@ def _lane_linear(expr: PrimExpr, lane: Var, lanes: int) -> tuple[PrimExpr, int]:
 
 
 class _Vectorizer(Mutator):
-    def __init__(self) -> None:
+    def __init__(self, keep_loops: bool) -> None:
         super().__init__()
         self.analyzer = Analyzer()
+        self.keep_loops = keep_loops
 
     def visit_For(self, loop: For) -> Stmt:
         body: Stmt = self.visit(loop.body)
         if loop.kind is not ForKind.VECTORIZED:
             return loop.replace(body=body)
-        serial = loop.replace(body=body, kind=ForKind.SERIAL)
+        serial = loop.replace(body=body, kind=loop.kind if self.keep_loops else ForKind.SERIAL)
         if not isinstance(loop.extent, IntImm) or loop.extent.value < 2:
             return serial
         lanes = loop.extent.value

@@ -157,6 +157,8 @@ def cpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         # The auto-scheduler's unroll pragmas, before simplify folds the written-out indices.
         Stage("apply_unroll_pragmas", apply_unroll_pragmas),
         Stage("simplify", simplify),
+        # Vector stores the C printer writes as vector code; other vectorized loops stay.
+        Stage("lower_vectorized", partial(lower_vectorized, keep_loops=True)),
         *([Stage("instrument_bounds", instrument_bounds)] if bounds_check else []),
         Stage("remove_no_op", remove_no_op),
         Stage("verify", verify_lowered),

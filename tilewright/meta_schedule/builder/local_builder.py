@@ -10,8 +10,10 @@ worker is replaced and the other candidates still build.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import uuid
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,6 +83,9 @@ class LocalBuilder(Builder):
         self.max_workers = max_workers or os.cpu_count() or 1
         self.timeout_sec = timeout_sec
         self.artifact_dir = artifact_dir or tempfile.mkdtemp(prefix="tilewright-builds-")
+        if artifact_dir is None:
+            # A directory of our own making goes with the builder.
+            weakref.finalize(self, shutil.rmtree, self.artifact_dir, ignore_errors=True)
         self.f_build = f_build
         self._pool = WorkerPool(self.max_workers, what="builder")
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
+from collections.abc import Sequence
 from typing import Any
 
 from tilewright.ir import IRModule, structural_hash
@@ -71,6 +73,13 @@ class TuningRecord:
         secs = self.run_secs or ()
         return sum(secs) / len(secs)
 
+    @property
+    def median_secs(self) -> float:
+        """Median of the run times (``inf`` for a failed candidate): what ranks records."""
+        if not self.is_valid:
+            return math.inf
+        return float(statistics.median(self.run_secs or ()))
+
     def as_schedule(self) -> Schedule:
         """The workload with this record's trace replayed."""
         sch = Schedule(self.workload.mod)
@@ -102,6 +111,36 @@ class TuningRecord:
         )
 
 
+def rank_records(records: Sequence[TuningRecord], top_k: int) -> list[TuningRecord]:
+    """The ``top_k`` fastest valid candidates among ``records``, fastest first, ties in
+    commit order.
+
+    Records of one candidate (the same ``candidate_shash``: a leader the tuner timed again,
+    see ``TaskScheduler.confirm_leaders``) count as one, holding every measurement in
+    ``run_secs``, and candidates rank by the median of their measurements: one lucky timing
+    on a noisy machine does not keep a candidate first. A candidate that failed any of its
+    measurements (a result wrong once is a race) is left out, as are failed records.
+    """
+    if top_k < 0:
+        raise ValueError(f"get_top_k: top_k must be non-negative, got {top_k}")
+    merged: dict[object, TuningRecord] = {}
+    failed: set[object] = set()
+    for k, record in enumerate(records):
+        key = record.candidate_shash if record.candidate_shash is not None else ("record", k)
+        if not record.is_valid:
+            failed.add(key)
+            continue
+        first = merged.get(key)
+        if first is None:
+            merged[key] = record
+        else:
+            secs = (*(first.run_secs or ()), *(record.run_secs or ()))
+            merged[key] = dataclasses.replace(first, run_secs=secs)
+    ranked = [r for key, r in merged.items() if key not in failed]
+    ranked.sort(key=lambda r: r.median_secs)
+    return ranked[:top_k]
+
+
 class Database:
     """Stores workloads and tuning records; subclasses implement the storage.
 
@@ -125,14 +164,10 @@ class Database:
         )
 
     def get_top_k(self, workload: Workload, top_k: int) -> list[TuningRecord]:
-        """The ``top_k`` fastest valid records of ``workload``, fastest first."""
-        records = [
-            r
-            for r in self.get_all_tuning_records()
-            if r.workload.shash == workload.shash and r.is_valid
-        ]
-        records.sort(key=lambda r: r.mean_secs)
-        return records[:top_k]
+        """The ``top_k`` fastest valid candidates of ``workload``, fastest first (see
+        ``rank_records``)."""
+        records = self.get_all_tuning_records()
+        return rank_records([r for r in records if r.workload.shash == workload.shash], top_k)
 
     def __len__(self) -> int:
         return len(self.get_all_tuning_records())

@@ -8,7 +8,12 @@ this candidate module measured already?" without scanning.
 from __future__ import annotations
 
 from tilewright.ir import IRModule, structural_hash
-from tilewright.meta_schedule.database.database import Database, TuningRecord, Workload
+from tilewright.meta_schedule.database.database import (
+    Database,
+    TuningRecord,
+    Workload,
+    rank_records,
+)
 
 MODULE_EQUALITIES = ("structural",)
 
@@ -79,13 +84,10 @@ class MemoryDatabase(Database):
         return list(self._records)
 
     def get_top_k(self, workload: Workload, top_k: int) -> list[TuningRecord]:
-        """The ``top_k`` fastest valid records of ``workload``, fastest first (ties in
-        commit order); failed records (``run_secs`` None) never appear."""
-        if top_k < 0:
-            raise ValueError(f"get_top_k: top_k must be non-negative, got {top_k}")
-        records = [r for r in self._by_workload.get(workload.shash, ()) if r.is_valid]
-        records.sort(key=lambda r: r.mean_secs)
-        return records[:top_k]
+        """The ``top_k`` fastest valid candidates of ``workload``, fastest first (ties in
+        commit order; see ``rank_records``); failed records (``run_secs`` None) never
+        appear."""
+        return rank_records(self._by_workload.get(workload.shash, ()), top_k)
 
     def measured_hashes(self, workload: Workload) -> set[int]:
         """The structural hashes of every candidate of ``workload`` recorded so far (failed

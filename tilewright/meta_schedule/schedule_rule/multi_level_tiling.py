@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from math import gcd
 from typing import TYPE_CHECKING
 
-from tilewright.ir import Block, IterKind, collect_vars
+from tilewright.ir import Block, IntImm, IterKind, collect_vars
 from tilewright.meta_schedule.analysis import (
     COOPERATIVE_FETCH,
     THREAD_EXTENT_HIGH,
@@ -23,6 +24,7 @@ from tilewright.meta_schedule.analysis import (
     TILING_STRUCTURE,
     block_of,
     loop_iter_kinds,
+    loop_of,
     needs_multi_level_tiling,
 )
 from tilewright.meta_schedule.schedule_rule.rule import ScheduleRule
@@ -85,6 +87,12 @@ class MultiLevelTiling(ScheduleRule):
         vector_load_lens: vector lengths the cooperative fetch of a read cache may use.
         reuse_read: caching of the inputs (``ReuseType``).
         reuse_write: caching of the output.
+        vector_bytes: beyond TVM, for CPUs: the width of the machine's vector registers. The
+            block's last spatial loop (the one its output is contiguous along) is first split
+            by the lanes such a register holds (as many as divide the extent), and only the
+            outer part is tiled: the innermost tile stays a whole number of vector registers
+            whatever the sampled factors (TVM samples it freely, and most draws leave the
+            vectorized loop a few lanes long).
 
     Example::
 
@@ -107,6 +115,7 @@ class MultiLevelTiling(ScheduleRule):
         reuse_read: ReuseType | None = None,
         reuse_write: ReuseType | None = None,
         filter_fn: object = None,
+        vector_bytes: int | None = None,
     ) -> None:
         if not structure or set(structure) - {"S", "R"}:
             raise ValueError(f"tiling structure {structure!r} is made of S and R only")
@@ -119,6 +128,7 @@ class MultiLevelTiling(ScheduleRule):
         self.reuse_read = reuse_read or ReuseType()
         self.reuse_write = reuse_write or ReuseType()
         self.filter_fn = filter_fn
+        self.vector_bytes = vector_bytes or 0
         self.thread_warp_size = 0
         self.max_threads_per_block = 0
 
@@ -166,13 +176,19 @@ class MultiLevelTiling(ScheduleRule):
         s_levels = [i for i, c in enumerate(self.structure) if c == "S"]
         r_levels = [i for i, c in enumerate(self.structure) if c == "R"]
         tiles: list[list[LoopRV]] = [[] for _ in self.structure]
-        for loop, kind in zip(loops, kinds):
+        spatial = [k for k, kind in enumerate(kinds) if kind == "S"]
+        lanes_part = None
+        for k, (loop, kind) in enumerate(zip(loops, kinds)):
             levels = s_levels if kind == "S" else r_levels if kind == "R" else None
             if levels is None:
                 continue  # a unit loop driving no iterator stays where it is
+            if spatial and k == spatial[-1]:
+                loop, lanes_part = self._split_lanes(sch, block, loop)
             factors = sch.sample_perfect_tile(loop, len(levels), self.max_innermost_factor)
             for level, part in zip(levels, sch.split(loop, factors)):
                 tiles[level].append(part)
+        if lanes_part is not None:
+            tiles[s_levels[-1]].append(lanes_part)
         sch.reorder(*[loop for level in tiles for loop in level])
         for k, tag in enumerate(self.tile_binds):
             level = s_levels[k]
@@ -185,6 +201,23 @@ class MultiLevelTiling(ScheduleRule):
             sch.annotate(block, THREAD_EXTENT_LOW, self.thread_warp_size)
             sch.annotate(block, THREAD_EXTENT_HIGH, self.max_threads_per_block)
         return [replace(state, tiles=tiles)]
+
+    def _split_lanes(
+        self, sch: Schedule, block: BlockRV, loop: LoopRV
+    ) -> tuple[LoopRV, LoopRV | None]:
+        """``loop`` split into (outer, lanes of a vector register), when ``vector_bytes``
+        asks for it and some lanes divide the extent; else ``(loop, None)``."""
+        if not self.vector_bytes or self.tile_binds:
+            return loop, None
+        extent = loop_of(sch, loop).extent
+        writes = block_of(sch, block).writes
+        if not isinstance(extent, IntImm) or not writes:
+            return loop, None
+        lanes = gcd(extent.value, max(1, self.vector_bytes * 8 // writes[0].buffer.dtype.bits))
+        if lanes < 2 or lanes == extent.value:
+            return loop, None
+        outer, inner = sch.split(loop, [None, lanes])
+        return outer, inner
 
     def _location(self, state: _State, level: int) -> LoopRV | None:
         """The last loop of tiling level ``level`` (1-based), or of the nearest level above
@@ -205,19 +238,23 @@ class MultiLevelTiling(ScheduleRule):
             if location is None:
                 continue
             reads = len(block_of(sch, state.block).reads)
+            tiles = [list(t) for t in state.tiles]
             for index in range(reads):
                 buffer = block_of(sch, state.block).reads[index].buffer
                 if any(buffer == w.buffer for w in block_of(sch, state.block).writes):
                     continue
                 if reuse.buffers == "vector" and not _streamed(block_of(sch, state.block), index):
                     continue
+                at = location
+                if reuse.buffers == "vector":
+                    at = _reuse_order(sch, state.block, index, tiles[level - 1]) or location
                 cache = sch.cache_read(state.block, index, reuse.scope)
-                sch.compute_at(cache, location, preserve_unit_loops=True)
+                sch.compute_at(cache, at, preserve_unit_loops=True)
                 if self.vector_load_lens:
                     n = len(self.vector_load_lens)
                     vec = sch.sample_categorical(self.vector_load_lens, [1.0 / n] * n)
                     sch.annotate(cache, COOPERATIVE_FETCH, vec)
-            result.append(replace(state, sch=sch))
+            result.append(replace(state, sch=sch, tiles=tiles))
         return result
 
     def _place_write_cache(self, state: _State) -> list[_State]:
@@ -228,6 +265,33 @@ class MultiLevelTiling(ScheduleRule):
             return [state]
         state.sch.reverse_compute_at(state.write_cache, location, preserve_unit_loops=True)
         return [state]
+
+
+def _reuse_order(sch: Schedule, block: BlockRV, index: int, level: list[LoopRV]) -> LoopRV | None:
+    """Reorder one tiling level's loops so that those the block's ``index``-th input does
+    not depend on come last, and return the last loop it does depend on: a panel packed
+    there is reused by every iteration of the loops after it (B's columns packed once for
+    all rows of A in a matmul, rather than once per row tile). None when there is nothing to
+    reorder. ``level`` is updated in place."""
+    node = block_of(sch, block)
+    used = {v for r in node.reads[index].region for v in collect_vars(r.min)}
+    realize = sch.get_realize(block)
+
+    def feeds(loop: LoopRV) -> bool:
+        var = loop_of(sch, loop).loop_var
+        return any(
+            iv.var in used and var in collect_vars(value)
+            for iv, value in zip(node.iter_vars, realize.iter_values)
+        )
+
+    first = [lp for lp in level if feeds(lp)]
+    last = [lp for lp in level if not feeds(lp)]
+    if not first or not last:
+        return None
+    if level != first + last:
+        sch.reorder(*first, *last)
+        level[:] = first + last
+    return first[-1]
 
 
 def _streamed(block: Block, index: int) -> bool:
