@@ -11,26 +11,14 @@ against a float64 reference, times it, and prints the best beside the hand sched
 import argparse
 import os
 import time
+from functools import partial
 
 import numpy as np
+from cpu_timing import call_seconds, interleaved
 
 import tilewright as tw
 from tilewright import meta_schedule as ms
 from tilewright.demo import cpu_schedule, matmul_module
-
-
-def _seconds(rt_mod: tw.runtime.Module, args: list[np.ndarray], repeat: int) -> float:
-    timer = rt_mod.time_evaluator("main", tw.cpu(0), number=1, repeat=repeat)
-    return float(timer(*args).median)
-
-
-def _numpy_seconds(a: np.ndarray, b: np.ndarray, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        np.matmul(a, b)
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
 
 
 def main() -> None:
@@ -66,28 +54,28 @@ def main() -> None:
     first: list[tuple[float, int]] = []
     for k, sch in enumerate(candidates):
         rt_mod = tw.build(sch.mod, target="c")
-        seconds = _seconds(rt_mod, check(rt_mod), args.repeat)
+        seconds = call_seconds(partial(rt_mod["main"], *check(rt_mod)), args.repeat)
         first.append((seconds, k))
         print(f"  candidate {k:3d}: {flops / seconds / 1e9:7.1f} GFLOP/s", flush=True)
     elapsed = time.perf_counter() - start
 
-    # The five fastest candidates, the hand schedule and numpy again, interleaved in rounds;
-    # the best candidate is the one with the best median over the rounds.
+    # The five fastest candidates, the hand schedule and numpy again, interleaved in rounds
+    # (cpu_timing); the best candidate is the one with the best median over the rounds.
     top = [k for _, k in sorted(first)[:5]]
     modules = {f"#{k}": tw.build(candidates[k].mod, target="c") for k in top}
     modules["hand"] = tw.build(cpu_schedule(mod).mod, target="c")
     arrays = {name: check(m) for name, m in modules.items()}
-    rounds: dict[str, list[float]] = {name: [] for name in [*modules, "numpy"]}
-    for _ in range(3):
-        for name, m in modules.items():
-            rounds[name].append(_seconds(m, arrays[name], args.repeat))
-        rounds["numpy"].append(_numpy_seconds(a, b, args.repeat))
-    median = {name: float(np.median(times)) for name, times in rounds.items()}
+    contenders = {name: partial(m["main"], *arrays[name]) for name, m in modules.items()}
+    contenders["numpy"] = partial(np.matmul, a, b)
+    median, ratio = interleaved(contenders)
     best_name = min((name for name in median if name.startswith("#")), key=median.get)
     best = (median[best_name], int(best_name[1:]))
     ours, hand, peer = median[best_name], median["hand"], median["numpy"]
     for name in modules:
         print(f"  {name:>5}: {flops / median[name] / 1e9:7.1f} GFLOP/s (median of rounds)")
+    # Within each round: the best candidate's speed over the hand schedule's.
+    per_round, _ = interleaved({"best": contenders[best_name], "hand": contenders["hand"]})
+    vs_hand = per_round["hand"] / per_round["best"]
 
     print(f"\nmatmul {n}^3 float32 on {os.cpu_count()} cores, {len(candidates)} random candidates")
     print(f"sampling, building and timing: {elapsed:.0f} s")
@@ -95,7 +83,10 @@ def main() -> None:
     print(f"best sampled {flops / ours / 1e9:8.1f} GFLOP/s  ({ours * 1e3:.2f} ms, median)")
     print(f"hand (demo)  {flops / hand / 1e9:8.1f} GFLOP/s  ({hand * 1e3:.2f} ms)")
     print(f"numpy        {flops / peer / 1e9:8.1f} GFLOP/s  ({peer * 1e3:.2f} ms)")
-    print(f"ratio        {hand / ours:8.2f}x the hand schedule, {peer / ours:.2f}x numpy")
+    print(
+        f"ratio        {vs_hand:8.2f}x the hand schedule (medians timed again, the two "
+        f"alone), {ratio[best_name]:.2f}x numpy (median of per-round ratios)"
+    )
 
 
 if __name__ == "__main__":

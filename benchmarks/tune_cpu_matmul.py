@@ -13,27 +13,14 @@ import argparse
 import os
 import tempfile
 import time
+from functools import partial
 
 import numpy as np
+from cpu_timing import interleaved
 
 import tilewright as tw
 from tilewright import meta_schedule as ms
 from tilewright.demo import cpu_schedule, matmul_module
-
-
-def _seconds(rt_mod: tw.runtime.Module, args: list[np.ndarray], repeat: int = 5) -> float:
-    timer = rt_mod.time_evaluator("main", tw.cpu(0), number=2, repeat=repeat)
-    return float(timer(*args).median)
-
-
-def _numpy_seconds(a: np.ndarray, b: np.ndarray, repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(2):
-            np.matmul(a, b)
-        times.append((time.perf_counter() - start) / 2)
-    return float(np.median(times))
 
 
 def main() -> None:
@@ -85,26 +72,30 @@ def main() -> None:
         if not err < 1e-4:
             raise AssertionError(f"{name}: wrong result, max relative error {err:.2e}")
         arrays[name] = [a, b, c]
-    rounds: dict[str, list[float]] = {"tuned": [], "hand": [], "numpy": []}
-    for _ in range(3):
-        for name, m in modules.items():
-            rounds[name].append(_seconds(m, arrays[name]))
-        rounds["numpy"].append(_numpy_seconds(a, b))
-    med = {k: float(np.median(v)) for k, v in rounds.items()}
+    contenders = {name: partial(m["main"], *arrays[name]) for name, m in modules.items()}
+    contenders["numpy"] = partial(np.matmul, a, b)
+    med, ratio = interleaved(contenders)
+    candidates = {r.candidate_shash for r in records}
+    leaders = database.get_top_k(records[0].workload, 1)
 
     print(f"\nmatmul {n}^3 float32 on {os.cpu_count()} cores; work_dir {work_dir}")
+    valid = {r.candidate_shash for r in records if r.is_valid}
     print(
-        f"trials {len(records)} ({sum(r.is_valid for r in records)} valid), tuning wall time "
-        f"{tuning:.0f} s ({len(records) / tuning * 60:.1f} trials/minute)"
+        f"trials {len(candidates)} ({len(valid)} valid; {len(records)} measurements with the "
+        f"leaders timed again), tuning wall time {tuning:.0f} s "
+        f"({len(candidates) / tuning * 60:.1f} trials/minute)"
     )
+    if leaders:
+        in_tuner = flops / leaders[0].median_secs / 1e9
+        print(f"in the tuner: {in_tuner:.1f} GFLOP/s (median of the best candidate's timings)")
     print(f"best trace:\n{sch.trace}\n")
     for name in ("tuned", "hand", "numpy"):
         print(
             f"{name:>6} {flops / med[name] / 1e9:8.1f} GFLOP/s  ({med[name] * 1e3:.2f} ms, median)"
         )
     print(
-        f"ratio  {med['numpy'] / med['tuned']:8.2f}x numpy, "
-        f"{med['hand'] / med['tuned']:.2f}x the hand schedule"
+        f"ratio  {ratio['tuned']:8.2f}x numpy, hand {ratio['hand']:.2f}x numpy "
+        "(medians of the per-round ratios)"
     )
 
 

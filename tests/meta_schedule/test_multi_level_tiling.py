@@ -172,3 +172,29 @@ def test_bad_configurations_are_refused() -> None:
         ReuseType(req="may", buffers="some")
     with pytest.raises(ValueError, match="tile binds"):
         MultiLevelTiling(structure="SR", tile_binds=["blockIdx.x", "threadIdx.x"])
+
+
+def test_several_structures_fork_the_space() -> None:
+    rule = MultiLevelTiling(
+        structure=["SSRSRS", "SSRS"],
+        max_innermost_factor=8,
+        reuse_write=ReuseType(req="must", levels=[2], scope="global"),
+    )
+    ssrsrs, ssrs = _spaces(rule, "llvm")
+    annotated = [[i.inputs[1] for i in s.trace if i.kind == "annotate"] for s in (ssrsrs, ssrs)]
+    assert annotated == [["SSRSRS"], ["SSRS"]]
+    # SSRS: the register tile innermost under the whole reduction (k is not split).
+    sch = _with(ssrs, [[2, 2, 4], [2, 1, 8]])
+    hand = Schedule(MATMUL.func(**SIZES))
+    block = hand.get_block("C")
+    hand.annotate(block, "meta_schedule.tiling_structure", "SSRS")
+    cache = hand.cache_write(block, 0, "global")
+    i, j, k = hand.get_loops(block)
+    i0, i1, i2 = hand.split(i, [2, 2, 4])
+    j0, j1, j2 = hand.split(j, [2, 1, 8])
+    hand.reorder(i0, j0, i1, j1, k, i2, j2)
+    hand.reverse_compute_at(cache, j1, preserve_unit_loops=True)
+    assert_structural_equal(sch.mod, hand.mod)
+    _check_numbers(sch.mod, gpu=False)
+    with pytest.raises(ValueError, match="made of S and R"):
+        MultiLevelTiling(structure=["SSRSRS", "SSX"])

@@ -1,7 +1,7 @@
 """The default schedule rules, postprocessors and mutator probabilities of each target kind
 (TVM's ``"from-target"`` choices), in one place.
 
-CPU kinds (``c``, spelled ``llvm`` too) tile ``SSRSRS`` and parallelize, vectorize and
+CPU kinds (``c``, spelled ``llvm`` too) tile ``SSRSRS`` or ``SSRS`` and parallelize, vectorize and
 unroll; GPU kinds (``cuda``, ``opencl``, ``metal``) tile ``SSSRRSRS`` bound to blockIdx,
 vthread and threadIdx, with inputs fetched cooperatively into shared memory.
 """
@@ -67,7 +67,10 @@ def schedule_rules(target: Target) -> list[R.ScheduleRule]:
         ),
         R.AddRFactor(max_jobs_per_core=16, max_innermost_factor=64),
         R.MultiLevelTiling(
-            structure="SSRSRS",
+            # TVM's structure, and beyond it "SSRS": the register tile innermost under the
+            # whole reduction, the shape of a BLAS micro-kernel. SSRSRS holds it too, but only
+            # where its third spatial level is all ones, which random draws seldom give.
+            structure=["SSRSRS", "SSRS"],
             tile_binds=None,
             max_innermost_factor=64,
             vector_load_lens=None,

@@ -71,6 +71,7 @@ class _State:
 
     sch: Schedule
     block: BlockRV
+    structure: str
     write_cache: BlockRV | None = None
     write_level: int = 0
     tiles: list[list[LoopRV]] = field(default_factory=list)
@@ -80,7 +81,8 @@ class MultiLevelTiling(ScheduleRule):
     """Multi-level tiling with reuse (TVM's rule of the same name).
 
     Args:
-        structure: levels, e.g. ``"SSRSRS"`` (CPU) or ``"SSSRRSRS"`` (GPU).
+        structure: levels, e.g. ``"SSRSRS"`` (CPU) or ``"SSSRRSRS"`` (GPU); several
+            structures (a sequence) fork the space, one branch per structure.
         tile_binds: thread axes for the first spatial levels, e.g.
             ``["blockIdx.x", "vthread.x", "threadIdx.x"]`` (each level's loops fused first).
         max_innermost_factor: bound on the innermost tile of every loop.
@@ -108,7 +110,7 @@ class MultiLevelTiling(ScheduleRule):
 
     def __init__(
         self,
-        structure: str,
+        structure: str | Sequence[str],
         tile_binds: Sequence[str] | None = None,
         max_innermost_factor: int | None = None,
         vector_load_lens: Sequence[int] | None = None,
@@ -117,12 +119,17 @@ class MultiLevelTiling(ScheduleRule):
         filter_fn: object = None,
         vector_bytes: int | None = None,
     ) -> None:
-        if not structure or set(structure) - {"S", "R"}:
-            raise ValueError(f"tiling structure {structure!r} is made of S and R only")
-        self.structure = structure
+        structures = (structure,) if isinstance(structure, str) else tuple(structure)
+        if not structures:
+            raise ValueError("MultiLevelTiling needs a tiling structure")
         self.tile_binds = list(tile_binds or [])
-        if len(self.tile_binds) > structure.count("S"):
-            raise ValueError(f"{len(self.tile_binds)} tile binds for structure {structure!r}")
+        for text in structures:
+            if not text or set(text) - {"S", "R"}:
+                raise ValueError(f"tiling structure {text!r} is made of S and R only")
+            if len(self.tile_binds) > text.count("S"):
+                raise ValueError(f"{len(self.tile_binds)} tile binds for structure {text!r}")
+        self.structures = structures
+        self.structure = structures[0]
         self.max_innermost_factor = max_innermost_factor or 0
         self.vector_load_lens = list(vector_load_lens or [])
         self.reuse_read = reuse_read or ReuseType()
@@ -139,15 +146,19 @@ class MultiLevelTiling(ScheduleRule):
             self.max_threads_per_block = target.max_num_threads
 
     def __repr__(self) -> str:
-        return f"MultiLevelTiling(structure={self.structure!r}, tile_binds={self.tile_binds})"
+        shown = self.structure if len(self.structures) == 1 else list(self.structures)
+        return f"MultiLevelTiling(structure={shown!r}, tile_binds={self.tile_binds})"
 
     def apply(self, sch: Schedule, block: BlockRV) -> list[Schedule]:
         if not needs_multi_level_tiling(sch, block):
             return [sch]
         if self.filter_fn is not None and not self.filter_fn(sch, block):  # type: ignore[operator]
             return [sch]
-        sch.annotate(block, TILING_STRUCTURE, self.structure)
-        states = [_State(sch, block)]
+        states = []
+        for structure in self.structures:
+            branch = sch.copy() if len(self.structures) > 1 else sch
+            branch.annotate(block, TILING_STRUCTURE, structure)
+            states.append(_State(branch, block, structure))
         states = [s for state in states for s in self._add_write_reuse(state)]
         states = [s for state in states for s in self._tile(state)]
         states = [s for state in states for s in self._add_read_reuse(state)]
@@ -173,9 +184,9 @@ class MultiLevelTiling(ScheduleRule):
         sch, block = state.sch, state.block
         kinds = loop_iter_kinds(sch, block)
         loops = sch.get_loops(block)
-        s_levels = [i for i, c in enumerate(self.structure) if c == "S"]
-        r_levels = [i for i, c in enumerate(self.structure) if c == "R"]
-        tiles: list[list[LoopRV]] = [[] for _ in self.structure]
+        s_levels = [i for i, c in enumerate(state.structure) if c == "S"]
+        r_levels = [i for i, c in enumerate(state.structure) if c == "R"]
+        tiles: list[list[LoopRV]] = [[] for _ in state.structure]
         spatial = [k for k, kind in enumerate(kinds) if kind == "S"]
         lanes_part = None
         for k, (loop, kind) in enumerate(zip(loops, kinds)):
@@ -184,6 +195,9 @@ class MultiLevelTiling(ScheduleRule):
                 continue  # a unit loop driving no iterator stays where it is
             if spatial and k == spatial[-1]:
                 loop, lanes_part = self._split_lanes(sch, block, loop)
+            if len(levels) == 1:  # one level: nothing to choose
+                tiles[levels[0]].append(loop)
+                continue
             factors = sch.sample_perfect_tile(loop, len(levels), self.max_innermost_factor)
             for level, part in zip(levels, sch.split(loop, factors)):
                 tiles[level].append(part)
