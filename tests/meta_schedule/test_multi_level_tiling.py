@@ -46,15 +46,21 @@ def _check_numbers(mod: tw.IRModule, gpu: bool) -> None:
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
 
 
-def test_cpu_tiling_with_a_packed_panel_and_a_write_cache() -> None:
+@pytest.mark.parametrize(("vector_bytes", "j_tiles"), [(None, [2, 1, 1, 8]), (32, [2, 1, 1, 1])])
+def test_cpu_tiling_with_a_packed_panel_and_a_write_cache(
+    vector_bytes: int | None, j_tiles: list[int]
+) -> None:
+    # With 32-byte vector registers (8 float32 lanes) j is split by 8 first and only its
+    # outer part is tiled: the innermost tile is 8 lanes times a sampled factor.
     rule = MultiLevelTiling(
         structure="SSRSRS",
         max_innermost_factor=8,
         reuse_read=ReuseType(req="must", levels=[1], scope="global", buffers="vector"),
         reuse_write=ReuseType(req="must", levels=[2], scope="global"),
+        vector_bytes=vector_bytes,
     )
     (space,) = _spaces(rule, "llvm")
-    sch = _with(space, [[1, 2, 2, 4], [2, 1, 1, 8], [4, 4]])
+    sch = _with(space, [[1, 2, 2, 4], j_tiles, [4, 4]])
 
     hand = Schedule(MATMUL.func(**SIZES))
     block = hand.get_block("C")
@@ -62,9 +68,13 @@ def test_cpu_tiling_with_a_packed_panel_and_a_write_cache() -> None:
     cache = hand.cache_write(block, 0, "global")
     i, j, k = hand.get_loops(block)
     i0, i1, i2, i3 = hand.split(i, [1, 2, 2, 4])
-    j0, j1, j2, j3 = hand.split(j, [2, 1, 1, 8])
+    lanes = []
+    if vector_bytes:
+        j, lane = hand.split(j, [None, 8])
+        lanes.append(lane)
+    j0, j1, j2, j3 = hand.split(j, j_tiles)
     k0, k1 = hand.split(k, [4, 4])
-    hand.reorder(i0, j0, i1, j1, k0, i2, j2, k1, i3, j3)
+    hand.reorder(i0, j0, i1, j1, k0, i2, j2, k1, i3, j3, *lanes)
     # The panel of B's columns is packed once for all rows: j0 moves out of i0.
     hand.reorder(j0, i0)
     panel = hand.cache_read(block, 1, "global")  # only B: its last index is j
@@ -75,36 +85,8 @@ def test_cpu_tiling_with_a_packed_panel_and_a_write_cache() -> None:
     _check_numbers(sch.mod, gpu=False)
 
 
-def test_cpu_tiling_keeps_the_vectorized_tile_whole_vector_registers() -> None:
-    # 32-byte registers hold 8 float32 lanes: j is split by 8 first and only its outer
-    # part is tiled, so the innermost tile is 8 lanes times a sampled factor.
-    rule = MultiLevelTiling(
-        structure="SSRSRS",
-        max_innermost_factor=8,
-        reuse_read=ReuseType(req="must", levels=[1], scope="global", buffers="vector"),
-        reuse_write=ReuseType(req="must", levels=[2], scope="global"),
-        vector_bytes=32,
-    )
-    (space,) = _spaces(rule, "llvm")
-    sch = _with(space, [[1, 2, 2, 4], [2, 1, 1, 1], [4, 4]])
-
-    hand = Schedule(MATMUL.func(**SIZES))
-    block = hand.get_block("C")
-    hand.annotate(block, "meta_schedule.tiling_structure", "SSRSRS")
-    cache = hand.cache_write(block, 0, "global")
-    i, j, k = hand.get_loops(block)
-    i0, i1, i2, i3 = hand.split(i, [1, 2, 2, 4])
-    j_outer, lanes = hand.split(j, [None, 8])
-    j0, j1, j2, j3 = hand.split(j_outer, [2, 1, 1, 1])
-    k0, k1 = hand.split(k, [4, 4])
-    hand.reorder(i0, j0, i1, j1, k0, i2, j2, k1, i3, j3, lanes)
-    hand.reorder(j0, i0)
-    panel = hand.cache_read(block, 1, "global")
-    hand.compute_at(panel, j0, preserve_unit_loops=True)
-    hand.reverse_compute_at(cache, j1, preserve_unit_loops=True)
-    assert_structural_equal(sch.mod, hand.mod)
-    _check_numbers(sch.mod, gpu=False)
-    # A loop no register width divides is tiled as TVM tiles it.
+def test_a_loop_no_register_width_divides_is_tiled_as_tvm_tiles_it() -> None:
+    rule = MultiLevelTiling(structure="SSRSRS", max_innermost_factor=8, vector_bytes=32)
     odd = WORKLOADS["matmul"].func(m=16, n=15, k=16)
     generator = ms.space_generator.PostOrderApply(sch_rules=[rule], postprocs=[], mutator_probs={})
     ctx = ms.TuneContext(odd, target="llvm", space_generator=generator)
