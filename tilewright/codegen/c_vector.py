@@ -66,6 +66,10 @@ _OPERATORS: dict[type, tuple[str, int]] = {
 }
 
 
+def _type_name(dtype: DataType) -> str:
+    return f"{dtype.element}x{dtype.lanes}"
+
+
 def chunk_lanes(dtype: DataType) -> int:
     """The lanes of the vector type a store of ``dtype`` is written with: the largest power
     of two dividing its lanes (fewer still where the machine's registers are narrower); 0
@@ -100,10 +104,12 @@ class VectorWriter:
         if chunked and not self._chunks_independent(s):
             return False  # the per-lane loop reads every lane before it writes any
         chunk = self.p.define(Var("chunk", int32)) if chunked else None
-        self.name = self._helpers(dtype.element.with_lanes(width))
+        vector = dtype.element.with_lanes(width)
+        self.name = _type_name(vector)
         value = self.expr(s.value, chunk)
         if value is None:
             return False
+        self._helpers(vector)
         target = f"&{self.p.name_of(s.buffer.data)}[{self._base(index, chunk)}]"
         statement = f"tw_vstore_{self.name}({target}, {value.text});"
         if chunk is None:
@@ -177,10 +183,10 @@ class VectorWriter:
             and index.base.dtype.lanes == 1
         )
 
-    def _helpers(self, dtype: DataType) -> str:
+    def _helpers(self, dtype: DataType) -> None:
         """Declare the vector type of ``dtype`` (capped at the register width) and its load,
-        store and broadcast helpers; return its name."""
-        name = f"{dtype.element}x{dtype.lanes}"
+        store and broadcast helpers."""
+        name = _type_name(dtype)
         element = self.p.value_type(dtype)
         size = dtype.lanes * dtype.bits // 8
         vtype = f"tw_{name}"
@@ -207,4 +213,3 @@ class VectorWriter:
             f"}}\n"
             f"QUAL {vtype} tw_vdup_{name}({element} x) {{\n{dup}}}\n",
         )
-        return name
