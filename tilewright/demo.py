@@ -117,6 +117,9 @@ def _heading(text: str) -> None:
 
 # Rounds of ours and the peer's timing, interleaved so that both see the same machine load.
 ROUNDS = 7
+# On the CPU each timing starts after a pause: numpy's OpenBLAS threads keep spinning for a
+# moment after its last call and would take the cores from whatever runs next.
+CPU_PAUSE_S = 0.2
 
 
 def _blas_threads() -> str:
@@ -222,9 +225,12 @@ def main(argv: list[str] | None = None) -> int:
     peer = _peer_gpu(a_np, b_np) if on_gpu else _peer_cpu(a_np, b_np)
     ours_times: list[float] = []
     peer_times: list[float] = []
+    pause = 0.0 if on_gpu else CPU_PAUSE_S
     for _ in range(ROUNDS):
+        time.sleep(pause)
         ours_times.append(timer(a, b, c).mean)
         if peer is not None:
+            time.sleep(pause)
             peer_times.append(peer[1]())
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     ours_threads = "the whole GPU" if on_gpu else f"OpenMP over {cores} cores"
