@@ -6,14 +6,15 @@ buffer (`cache_write` + `reverse_compute_at` + `decompose_reduction`), runs pane
 parallel (OpenMP) and vectorizes the 32 columns. Checks the result against a float64 reference, then
 prints GFLOP/s for tilewright and for numpy's matmul (its BLAS) measured in the same run.
 
-    python benchmarks/cpu_matmul.py [--size 1024] [--repeat 10]
+    python benchmarks/cpu_matmul.py [--size 1024]
 """
 
 import argparse
 import os
-import time
+from functools import partial
 
 import numpy as np
+from cpu_timing import interleaved
 
 import tilewright as tw
 from tilewright.demo import cpu_schedule, matmul_module
@@ -30,7 +31,6 @@ def numpy_blas() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=1024)
-    parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args()
     n = args.size
 
@@ -45,25 +45,18 @@ def main() -> None:
     err = float(np.max(np.abs(c - ref) / np.abs(ref)))
     assert err < 1e-5, f"wrong result: max relative error {err:.2e}"
 
-    # Alternate the two in rounds so that a noisy neighbour slows both alike.
-    timer = rt_mod.time_evaluator("main", tw.cpu(0), number=1, repeat=args.repeat)
-    np.matmul(a, b)
-    ours_rounds, peer_rounds = [], []
-    for _ in range(3):
-        ours_rounds.append(timer(a, b, c).median)
-        times = []
-        for _ in range(args.repeat):
-            start = time.perf_counter()
-            np.matmul(a, b)
-            times.append(time.perf_counter() - start)
-        peer_rounds.append(float(np.median(times)))
-    ours, peer = float(np.median(ours_rounds)), float(np.median(peer_rounds))
+    # Rotated, paused rounds (cpu_timing): a noisy neighbour slows both alike, and numpy's
+    # spinning threads do not slow ours.
+    medians, ratios = interleaved(
+        {"ours": partial(rt_mod["main"], a, b, c), "numpy": partial(np.matmul, a, b)}
+    )
+    ours, peer = medians["ours"], medians["numpy"]
     flops = 2.0 * n**3
     print(f"matmul {n}^3 float32 on {os.cpu_count()} cores; numpy BLAS: {numpy_blas()}")
     print(f"max relative error vs float64: {err:.1e}")
     print(f"tilewright {flops / ours / 1e9:8.1f} GFLOP/s  ({ours * 1e3:.2f} ms, median)")
     print(f"numpy      {flops / peer / 1e9:8.1f} GFLOP/s  ({peer * 1e3:.2f} ms, median)")
-    print(f"ratio      {peer / ours:8.2f}x numpy")
+    print(f"ratio      {ratios['ours']:8.2f}x numpy (median of the per-round ratios)")
 
 
 if __name__ == "__main__":
