@@ -121,3 +121,57 @@ def test_time_evaluator_uses_events():
     args = [tw.nd.array(np.ones(1024, "float32"), tw.cuda(0)) for _ in range(3)]
     result = rt_mod.time_evaluator("main", tw.cuda(0), number=20, repeat=3)(*args)
     assert len(result.results) == 3 and 0 < result.mean < 1e-2
+
+
+@gpu
+def test_repeated_calls_launch_from_the_cache_and_recheck_what_changes():
+    torch = pytest.importorskip("torch")
+    rt_mod = build_lowered(symbolic_add("cuda"), "cuda")
+    f = rt_mod["main"]
+    a, b = torch.rand(1000, device="cuda"), torch.empty(1000, device="cuda")
+    f(a, b, 0.5)  # checked, then remembered
+    cache = f._cache
+    assert cache is not None and len(cache.entries) == 1
+    a2, b2 = torch.rand(1000, device="cuda"), torch.empty(1000, device="cuda")
+    assert cache.launch((a2, b2, 0.5))  # same key (new tensors): launched from the cache
+    assert not cache.launch((a2, b2, 0.25))  # a scalar is part of the key
+    torch.cuda.synchronize()
+    torch.testing.assert_close(b2, a2 + 0.5)
+    # Another size and another scalar: checked again, a second entry, right grid.
+    a3, b3 = torch.rand(3000, device="cuda"), torch.empty(3000, device="cuda")
+    f(a3, b3, 1.5)
+    f(a3, b3, 1.5)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(b3, a3 + 1.5)
+    assert len(cache.entries) == 2
+    # What the checked path refuses is still refused after the key was cached.
+    with pytest.raises(TypeError, match="argument A has dtype float64"):
+        f(a.double(), b, 0.5)
+    with pytest.raises(ValueError, match="dimension 0 must be n = 1000"):
+        f(a, torch.empty(999, device="cuda"), 0.5)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        f(torch.rand(2000, device="cuda")[::2], b, 0.5)
+    # tilewright arrays on the GPU key too; the result lands on torch's current stream.
+    x = tw.nd.array(np.arange(1000, dtype="float32"), tw.cuda(0))
+    y = tw.nd.empty((1000,), "float32", tw.cuda(0))
+    f(x, y, 2.0)
+    f(x, y, 3.0)
+    np.testing.assert_allclose(y.numpy(), np.arange(1000, dtype="float32") + 3.0)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            f(a2, b2, 7.0)
+    stream.synchronize()
+    torch.testing.assert_close(b2, a2 + 7.0)
+
+
+@gpu
+def test_cached_launch_checks_alignment_of_new_pointers():
+    torch = pytest.importorskip("torch")
+    rt_mod = build_lowered(vector_scale("cuda"), "cuda")  # float4 accesses: 16-byte aligned
+    f = rt_mod["main"]
+    a, b = torch.rand(1025, device="cuda"), torch.empty(1024, device="cuda")
+    f(a[:1024], b)
+    assert f._cache is not None and len(f._cache.entries) == 1
+    with pytest.raises(ValueError, match="not a multiple of 16 bytes"):
+        f(a[1:], b)  # same key, pointer off by 4 bytes: the checked path refuses it

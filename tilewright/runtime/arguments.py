@@ -221,10 +221,9 @@ def _check_shape(
     fn: str, p: ParamSpec, view: _ArrayView, env: dict[str, int], origin: dict[str, str]
 ) -> None:
     assert p.shape is not None
-    expected = _format(p.shape)
     if len(view.shape) != len(p.shape):
         raise ValueError(
-            f"{fn}: argument {p.name} must have {len(p.shape)} dimensions {expected}, "
+            f"{fn}: argument {p.name} must have {len(p.shape)} dimensions {_format(p.shape)}, "
             f"got shape {tuple(view.shape)}"
         )
     pairs = list(zip(p.shape, view.shape, ("dimension",) * len(p.shape), range(len(p.shape))))
@@ -234,8 +233,8 @@ def _check_shape(
     for dim, actual, what, axis in pairs:
         if isinstance(dim, int) and dim != actual:
             raise ValueError(
-                f"{fn}: argument {p.name} has shape {tuple(view.shape)}; expected {expected} "
-                f"({what} {axis} must be {dim}, got {actual})"
+                f"{fn}: argument {p.name} has shape {tuple(view.shape)}; expected "
+                f"{_format(p.shape)} ({what} {axis} must be {dim}, got {actual})"
             )
         if isinstance(dim, str):
             if dim not in env:
@@ -243,9 +242,9 @@ def _check_shape(
                 origin[dim] = f"argument {p.name}"
             elif env[dim] != actual:
                 raise ValueError(
-                    f"{fn}: argument {p.name} has shape {tuple(view.shape)}; expected {expected} "
-                    f"({what} {axis} must be {dim} = {env[dim]} as given by {origin[dim]}, "
-                    f"got {actual})"
+                    f"{fn}: argument {p.name} has shape {tuple(view.shape)}; expected "
+                    f"{_format(p.shape)} ({what} {axis} must be {dim} = {env[dim]} as given by "
+                    f"{origin[dim]}, got {actual})"
                 )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from tilewright.artifact import Artifact, FuncSignature, HostPlan, KernelInfo, Launch
 from tilewright.runtime.device import Device, device
@@ -42,6 +43,10 @@ class DeviceModule(Module):
     def runner(self, launches: Sequence[Launch], values: Sequence[object]) -> Callable[[], None]:
         """A function running ``launches`` on checked argument ``values``."""
 
+    def call_cache(self, sig: FuncSignature) -> CallCache | None:
+        """Where repeated calls of ``sig`` can skip the checks (None: every call is checked)."""
+        return None
+
     def measure(self, run: Callable[[], None], count: int) -> float:
         """Seconds for ``count`` calls of ``run`` (the host's clock, the device drained at the
         end; a device with its own clock overrides this)."""
@@ -69,14 +74,40 @@ class DeviceSourceModule(DeviceModule):
         raise AssertionError("unreachable: prepare raised")
 
 
+class CallCache(Protocol):
+    """Launches remembered from checked calls (``cuda_runtime.launch_cache.LaunchCache``)."""
+
+    def launch(self, args: Sequence[object]) -> bool: ...
+    def remember(self, args: Sequence[object], run: object) -> None: ...
+
+
 class DeviceFunc(PackedFunc):
     """A host function of a GPU module: checks that the device runtime is there, then the
-    arguments, then launches the kernels in order."""
+    arguments, then launches the kernels in order.
+
+    A call whose arguments match an earlier call's kinds, dtypes, shapes, strides and scalar
+    values (the device module's ``call_cache``) launches the remembered kernels directly.
+    """
 
     def __init__(self, sig: FuncSignature, plan: HostPlan, device_module: DeviceModule) -> None:
         self.plan = plan
         self.device_module = device_module
         super().__init__(sig, device_module.device, self._launcher)
+        self._cache: CallCache | None = None
+        self._cache_made = False
+
+    def __call__(self, *args: object) -> None:
+        if not self._cache_made:
+            self.device_module.prepare()
+            self._cache = self.device_module.call_cache(self.signature)
+            self._cache_made = True
+        cache = self._cache
+        if cache is not None and cache.launch(args):
+            return
+        run = self.bind(*args)
+        run()
+        if cache is not None:
+            cache.remember(args, run)
 
     def bind(self, *args: object) -> Callable[[], None]:
         self.device_module.prepare()

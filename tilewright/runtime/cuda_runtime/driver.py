@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 _NO_DEVICE = "no CUDA device"
 
@@ -212,6 +212,80 @@ def launch(
         0,
         kernel=name,
     )
+
+
+@functools.cache
+def _libcuda() -> ctypes.CDLL | None:
+    """The driver library itself, for the two calls of a repeated launch (``RawLauncher``);
+    None where it cannot be opened by name (then launches go through cuda-bindings)."""
+    _driver()  # the same library, initialised; raises CUDAError without a device
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        lib.cuCtxSetCurrent.argtypes = [ctypes.c_void_p]
+        lib.cuCtxSetCurrent.restype = ctypes.c_int
+        lib.cuLaunchKernel.argtypes = (
+            [ctypes.c_void_p]
+            + [ctypes.c_uint] * 7
+            + [
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+            ]
+        )
+        lib.cuLaunchKernel.restype = ctypes.c_int
+        return lib
+    return None
+
+
+class RawLauncher:
+    """``cuCtxSetCurrent`` + ``cuLaunchKernel`` called through ctypes on handles resolved once:
+    the hot path of a repeated call (``LaunchCache``), about a microsecond per launch.
+
+    Example::
+
+        >>> raw = RawLauncher.create(0)
+        >>> raw.launch(function, "main_kernel", (8, 1, 1), (128, 1, 1), 0, stream, args)
+    """
+
+    def __init__(self, lib: ctypes.CDLL, index: int) -> None:
+        self.lib = lib
+        self.context = int(context(index))  # type: ignore[call-overload]
+
+    @staticmethod
+    def create(index: int) -> RawLauncher | None:
+        """A launcher for device ``index``, or None where the driver library cannot be opened."""
+        lib = _libcuda()
+        return RawLauncher(lib, index) if lib is not None else None
+
+    def activate(self) -> None:
+        self._check(self.lib.cuCtxSetCurrent(self.context), "cuCtxSetCurrent", "")
+
+    def launch(
+        self,
+        function: int,
+        name: str,
+        grid: Sequence[int],
+        block: Sequence[int],
+        dyn_shared_bytes: int,
+        stream: int,
+        args: KernelArgs,
+    ) -> None:
+        """Launch kernel handle ``function`` (``name`` for errors) on ``stream``."""
+        result = self.lib.cuLaunchKernel(
+            function, *grid, *block, dyn_shared_bytes, stream, args.address, None
+        )
+        self._check(result, "cuLaunchKernel", name)
+
+    @staticmethod
+    def _check(result: int, call_name: str, kernel: str) -> None:
+        if result:
+            driver: Any = _driver()
+            where = f" for kernel {kernel}" if kernel else ""
+            error = _error_name(driver, driver.CUresult(result))
+            raise CUDAError(f"{call_name}{where} failed: {error}")
 
 
 class EventTimer:

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from tilewright.artifact import Artifact, Launch
+from tilewright.artifact import Artifact, FuncSignature, Launch
 from tilewright.runtime.cuda_runtime import driver
+from tilewright.runtime.cuda_runtime.launch_cache import CUDARunner, LaunchCache, torch_stream
 from tilewright.runtime.cuda_runtime.memory import DeviceAllocation
 from tilewright.runtime.device import Device
 from tilewright.runtime.gpu_module import DeviceModule
@@ -54,9 +55,12 @@ class CUDAModule(DeviceModule):
         self.cubin = artifact.binary
         self.arch = artifact.arch
         self._loaded: driver.LoadedModule | None = None
+        self._ready = False  # prepare() passed once: the device and its arch do not change
 
     def prepare(self) -> None:
         """Raise ``CUDAError`` unless a GPU can run these kernels."""
+        if self._ready:
+            return
         driver.require_device(self.device.device_id)
         have = driver.device_arch(self.device.device_id)
         if have != self.arch:
@@ -64,6 +68,7 @@ class CUDAModule(DeviceModule):
                 f"the kernels were compiled for {self.arch} but cuda({self.device.device_id}) "
                 f"is {have}; rebuild with target 'cuda' on this machine"
             )
+        self._ready = True
 
     def loaded(self) -> driver.LoadedModule:
         if self._loaded is None:
@@ -99,7 +104,15 @@ class CUDAModule(DeviceModule):
                     stream, packed,
                 )  # fmt: skip
 
-        return Runner(run, values, stream)
+        return CUDARunner(run, values, stream, steps)
+
+    def call_cache(self, sig: FuncSignature) -> LaunchCache | None:
+        """A ``LaunchCache`` for calls of ``sig`` (None with bounds checks, or where the driver
+        library cannot be opened directly)."""
+        if sig.bounds_checks:
+            return None
+        launcher = driver.RawLauncher.create(self.device.device_id)
+        return LaunchCache(sig, launcher) if launcher is not None else None
 
     def measure(self, run: Callable[[], None], count: int) -> float:
         """Seconds for ``count`` calls of ``run``, from CUDA events on its stream."""
@@ -117,8 +130,7 @@ def current_stream(values: Sequence[object]) -> int:
         package = type(value).__module__.split(".")[0]
         # Every torch object among checked arguments is a tensor: it has a device.
         if package == "torch" and "torch" in sys.modules and hasattr(value, "device"):
-            torch = sys.modules["torch"]
-            return int(torch.cuda.current_stream(value.device).cuda_stream)
+            return torch_stream(value)
         if package == "cupy" and "cupy" in sys.modules:
             return int(sys.modules["cupy"].cuda.get_current_stream().ptr)
     return 0
