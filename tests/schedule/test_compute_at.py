@@ -202,6 +202,33 @@ def test_reverse_compute_at_needs_the_region_written_by_then() -> None:
     assert error.rule == "region-cover"
 
 
+@T.prim_func
+def strided_tile(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((16,), scope="local")
+    for t, v, i in T.grid(4, 2, 2):  # thread t writes {2t, 2t+1, 2t+8, 2t+9}: a strided tile
+        with T.block("B"):
+            vi = T.axis.spatial(16, v * 8 + t * 2 + i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(16):
+        with T.block("C"):
+            vi = T.axis.spatial(16, i)
+            C[vi] = B[vi]
+
+
+def test_reverse_compute_at_refuses_a_strided_tile() -> None:
+    # The box of one t-iteration's writes is [2t, 2t + 10): read whole, 6 of its 10 elements
+    # come from other iterations (wrong once t is a thread and B per-thread storage).
+    sch = Schedule(strided_tile)
+    t, _, _ = sch.get_loops("B")
+    error = check_refused(
+        sch, lambda: sch.reverse_compute_at("C", t), "write at most 4 of them there"
+    )
+    assert error.rule == "region-cover"
+    # Where the tile is dense (under v), the move is legal.
+    _, v, _ = sch.get_loops("B")
+    sch.reverse_compute_at("C", v)
+
+
 def test_scope_and_root_rules() -> None:
     sch = Schedule(two_stage)
     _, j = sch.get_loops("C")

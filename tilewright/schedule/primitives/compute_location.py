@@ -10,6 +10,7 @@ from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.expr import Add, IntImm, PrimExpr, Range, Sub, Var
 from tilewright.ir.function import PrimFunc
+from tilewright.ir.functor import collect_vars
 from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, Stmt, seq
 from tilewright.schedule.dataflow import (
     ScopeBlock,
@@ -136,6 +137,7 @@ def _move(
     ranges = _iter_ranges(block, related, loop, outer, ana, reverse)
     if reverse:
         _check_cover(primitive, block_site, block, related, loop, outer, ranges, ana)
+        _check_dense(primitive, block_site, block, related, loop, outer, ana)
     nest = _nest(realize, ranges, preserve, ana)
     new_loop = update(loop, body=seq(*items[:index], nest, *items[index:]))
     moved = loop_site.replaced(new_loop)
@@ -314,6 +316,82 @@ def _check_cover(
                     site.func,
                     block,
                 )
+
+
+def _check_dense(
+    primitive: str,
+    site: Site,
+    block: Block,
+    related: list[ScopeBlock],
+    loop: For,
+    outer: list[For],
+    ana: Analyzer,
+) -> None:
+    """Reverse compute-at: the producers write every element of the box the consumer will read
+    in one iteration. A strided tile (rows ``{0..3} + {64..67}``) has a box of 68 rows; read
+    whole, it takes 60 rows from other iterations, which a thread-local or compacted buffer
+    does not hold. Counted, not proven: the points the producers' loops can write at most
+    (constant extents only) against the box's size."""
+    for decl in block.reads:
+        buffer = decl.buffer
+        box = _required(related, buffer, loop, outer, ana, reads=False)
+        volume = _volume(box, ana)
+        if volume is None:
+            continue
+        points = 0
+        for other in related:
+            start = next(i for i, s in enumerate(other.path) if s is loop)
+            inner = [s for s in other.path[start + 1 :] if isinstance(s, For)]
+            dom = relaxed_domain(outer, inner, buffer.scope)
+            for region in access_regions(other.realize, buffer, reads=False):
+                count = _points(region, dom)
+                if count is None:
+                    return
+                points += count
+        if points < volume:
+            raise ScheduleError(
+                primitive,
+                "region-cover",
+                f"block {block.name!r} would read the whole box of buffer {buffer.name!r} "
+                f"({volume} elements) that its producers write into in one iteration of loop "
+                f"{loop.loop_var.name!r}, but they write at most {points} of them there (a "
+                "strided tile: the rest would come from other iterations); bind the loops "
+                "that stride the tile to vthread outside the loop, or move the block under a "
+                "deeper loop",
+                site.func,
+                block,
+            )
+
+
+def _volume(box: list[IntervalSet] | None, ana: Analyzer) -> int | None:
+    if box is None:
+        return None
+    volume = 1
+    for dim in box:
+        if dim.min_value is None or dim.max_value is None:
+            return None
+        extent = ana.simplify(op.add(op.sub(dim.max_value, dim.min_value), 1))
+        if not isinstance(extent, IntImm):
+            return None
+        volume *= extent.value
+    return volume
+
+
+def _points(region: BufferRegion, dom: dict[Var, Range]) -> int | None:
+    """At most how many elements ``region`` covers as the loops of ``dom`` run."""
+    count = 1
+    used: set[Var] = set()
+    for rng in region.region:
+        if not isinstance(rng.extent, IntImm):
+            return None
+        count *= rng.extent.value
+        used.update(collect_vars(rng.min))
+    for var, rng in dom.items():
+        if var in used:
+            if not isinstance(rng.extent, IntImm):
+                return None
+            count *= rng.extent.value
+    return count
 
 
 def _nest(realize: BlockRealize, ranges: list[Range], preserve: bool, ana: Analyzer) -> Stmt:
