@@ -109,3 +109,30 @@ def test_cuda_candidates_compile_with_nvrtc(name: str) -> None:
             assert artifact.format == "cubin", artifact.format
         elif config.get().ci:
             pytest.fail("CI installs NVRTC (the cuda extra)")
+
+
+def test_gpu_fresh_samples_weight_the_grid_and_replay_as_ordinary_decisions() -> None:
+    import random
+
+    from tilewright.meta_schedule.candidates import fresh_decision, fresh_decisions
+
+    workload = WORKLOADS["matmul"]
+    cpu = ms.TuneContext(workload.func(**workload.small), target="llvm", rand_state=0)
+    assert fresh_decisions(cpu, random.Random(0)) is fresh_decision  # TVM's uniform draws
+    gpu = ms.TuneContext(workload.func(m=4096, n=4096, k=4096), target="cuda", rand_state=0)
+    (space,) = gpu.generate_design_space()
+    provide = fresh_decisions(gpu, random.Random(0))
+    grids = []
+    for inst in space.trace.insts:
+        decision = inst.decision
+        drawn = provide(inst, decision)
+        if inst.kind != "sample_perfect_tile":
+            assert drawn is None
+            continue
+        assert isinstance(drawn, list) and np.prod(drawn) == np.prod(decision)
+        grids.append(drawn[0])
+    assert len(grids) == 3  # i, j and k of the matmul
+    candidates, report = ms.sample_candidates(gpu, 3, spaces=[space], max_attempts=300)
+    assert len(candidates) == 3, report
+    for sch in candidates:
+        _check_replay(sch, gpu.mod)

@@ -106,6 +106,24 @@ def test_perfect_tiles_cover_every_factorisation() -> None:
     assert all(sample_perfect_tile(rng, 1000, 4, 16)[-1] <= 16 for _ in range(100))
 
 
+def test_an_outer_weight_moves_factors_outward_and_still_covers_everything() -> None:
+    rng = random.Random(0)
+    uniform = [sample_perfect_tile(rng, 4096, 5, 64) for _ in range(2000)]
+    weighted = [sample_perfect_tile(rng, 4096, 5, 64, outer_weight=0.3) for _ in range(2000)]
+    for draw in weighted:
+        assert draw[0] * draw[1] * draw[2] * draw[3] * draw[4] == 4096 and draw[4] <= 64
+
+    def mean_log_outer(draws: list[list[int]]) -> float:
+        return sum(d[0].bit_length() - 1 for d in draws) / len(draws)
+
+    # Uniform: each of the 12 factors of 2 lands outside with probability ~1/5; weighted:
+    # 0.3 + 0.7/5 = 0.44.
+    assert 1.9 < mean_log_outer(uniform) < 3.1
+    assert 4.7 < mean_log_outer(weighted) < 5.9
+    seen = {tuple(sample_perfect_tile(rng, 12, 2, 0, outer_weight=0.3)) for _ in range(300)}
+    assert seen == {(12 // d, d) for d in divisors(12)}
+
+
 def test_compute_locations_include_root_inline_and_loops() -> None:
     counts: Counter[int] = Counter()
     for seed in range(40):

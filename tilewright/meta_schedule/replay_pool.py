@@ -23,7 +23,7 @@ import random
 from typing import TYPE_CHECKING, Literal
 
 from tilewright.meta_schedule.builder.process_pool import WorkerPool
-from tilewright.meta_schedule.candidates import fresh_decision, replay_candidate
+from tilewright.meta_schedule.candidates import fresh_decisions, replay_candidate
 from tilewright.meta_schedule.mutator.replay import design_space
 from tilewright.schedule import Schedule, Trace
 
@@ -46,7 +46,7 @@ def run_job(context: TuneContext, job: Job) -> Schedule | str:
     rng = random.Random(seed)
     provider = None
     if kind == "fresh":
-        provider = fresh_decision
+        provider = fresh_decisions(context, random.Random(rng.randrange(2**31)))
     elif kind == "mutate":
         mutators = [(m, p) for m, p in context.space_generator.mutator_probs.items() if p > 0]
         if not mutators:

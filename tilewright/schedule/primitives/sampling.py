@@ -38,13 +38,16 @@ def prime_factors(n: int) -> list[int]:
 
 
 def sample_perfect_tile(
-    rng: random.Random, extent: int, n: int, max_innermost_factor: int
+    rng: random.Random, extent: int, n: int, max_innermost_factor: int, outer_weight: float = 0.0
 ) -> list[int]:
     """``n`` factors whose product is ``extent``, the innermost at most
     ``max_innermost_factor`` (no bound when it is 0 or less), outermost first.
 
     Each prime factor of the extent goes to one of the ``n`` positions, uniformly; a draw
     whose innermost factor is above the bound is drawn again (TVM draws the same way).
+    With ``outer_weight`` > 0 a prime first goes to the outermost position with that
+    probability (else uniformly as before): on a GPU the outermost level is the grid, which
+    a large extent needs most of.
 
     Example::
 
@@ -55,7 +58,10 @@ def sample_perfect_tile(
     while True:  # ends: every prime placed outside is always a valid draw
         factors = [1] * n
         for prime in primes:
-            factors[rng.randrange(n)] *= prime
+            if outer_weight > 0 and rng.random() < outer_weight:
+                factors[0] *= prime
+            else:
+                factors[rng.randrange(n)] *= prime
         if n == 1 or max_innermost_factor <= 0 or factors[-1] <= max_innermost_factor:
             return factors
 
