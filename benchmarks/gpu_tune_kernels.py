@@ -75,6 +75,8 @@ def run(name: str, trials: int, seconds: float, per_iter: int) -> None:
     if sch is None:
         print(f"{name}: no candidate ran correctly in {len(records)} trials")
         return
+    decisions = [inst.decision for inst in sch.trace.insts if inst.decision is not None]
+    print(f"{name}: the best candidate's decisions {decisions}")
     rt_mod = tw.build(sch.mod, target="cuda")
     dev = tw.cuda(0)
     rng = np.random.default_rng(0)
