@@ -9,7 +9,7 @@ import pytest
 from c_kernels import I32, func, i32, loop, module
 
 import tilewright as tw
-from tilewright.codegen.c_vector import chunk_lanes
+from tilewright.codegen.c_vector import lane_parts
 from tilewright.driver import build_lowered
 from tilewright.ir import Broadcast, BufferStore, ForKind, Ramp, Var, decl_buffer, dtype, op
 from tilewright.runtime.c_compiler import native_vector_bytes
@@ -34,15 +34,17 @@ def _accumulate(lanes: int, dt: str = "float32"):
 
 @pytest.mark.parametrize(
     ("lanes", "dt"), [(4, "float32"), (16, "float32"), (32, "float32"), (24, "float32"),
-                      (8, "float64"), (16, "int32"), (4, "int64")]
+                      (40, "float32"), (8, "float64"), (16, "int32"), (4, "int64")]
 )  # fmt: skip
 def test_accumulator_stores_become_vector_code(lanes: int, dt: str) -> None:
     rt = build_lowered(_accumulate(lanes, dt), "c")
     src = rt.get_source()
-    width = lanes & -lanes
-    assert f"tw_vstore_{dt}x{width}(" in src
-    # Wider than 16 bytes or not a power of two: register-wide chunks in an unrolled loop.
-    assert ("chunk" in src) == (lanes > width or width * dtype(dt).bits > 128)
+    # One vector type per power-of-two part of the lanes (40: 32 then 8).
+    for _, part in lane_parts(dtype(dt).with_lanes(lanes)):
+        assert f"tw_vstore_{dt}x{part}(" in src
+    # Wider than 16 bytes: register-wide chunks in an unrolled loop.
+    largest = 1 << (lanes.bit_length() - 1)
+    assert ("chunk" in src) == (largest * dtype(dt).bits > 128)
     a = (RNG.random(4) * 10).astype(dt)
     b = (RNG.random(lanes) * 10).astype(dt)
     c = (RNG.random(4 * lanes) * 10).astype(dt)
@@ -66,11 +68,14 @@ def test_overlapping_store_is_not_split_into_chunks() -> None:
     np.testing.assert_allclose(a, want, rtol=1e-6)
 
 
-def test_chunk_lanes() -> None:
-    assert chunk_lanes(dtype("float32").with_lanes(48)) == 16
-    assert chunk_lanes(dtype("float32").with_lanes(3)) == 0  # odd: the per-lane loop
-    assert chunk_lanes(dtype("float16").with_lanes(16)) == 0  # computed in float, stored as bits
-    assert chunk_lanes(dtype("float64").with_lanes(2)) == 2
+def test_lane_parts() -> None:
+    assert lane_parts(dtype("float32").with_lanes(48)) == [(0, 32), (32, 16)]
+    assert lane_parts(dtype("float32").with_lanes(40)) == [(0, 32), (32, 8)]
+    assert lane_parts(dtype("float32").with_lanes(16)) == [(0, 16)]
+    assert lane_parts(dtype("float32").with_lanes(3)) == []  # odd: the per-lane loop
+    assert lane_parts(dtype("float32").with_lanes(25)) == []  # would end with one lane
+    assert lane_parts(dtype("float16").with_lanes(16)) == []  # computed in float, stored as bits
+    assert lane_parts(dtype("float64").with_lanes(2)) == [(0, 2)]
     assert native_vector_bytes() in (16, 32, 64)
 
 

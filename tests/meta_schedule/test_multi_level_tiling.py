@@ -180,3 +180,14 @@ def test_several_structures_fork_the_space() -> None:
     _check_numbers(sch.mod, gpu=False)
     with pytest.raises(ValueError, match="made of S and R"):
         MultiLevelTiling(structure=["SSRSRS", "SSX"])
+
+
+def test_register_lanes_prefer_whole_registers_when_the_native_width_does_not_divide() -> None:
+    from tilewright.meta_schedule.schedule_rule.multi_level_tiling import register_lanes
+
+    assert register_lanes(1024, 16) == 16  # divides: one register
+    assert register_lanes(1000, 16) == 40  # 32 + 8 lanes: 3 vector stores for 40 lanes
+    assert register_lanes(100, 16) == 20  # 16 + 4
+    assert register_lanes(1000, 8) == 8  # an AVX2 machine: 8 divides
+    assert register_lanes(1001, 16) == 1  # no divisor worth a vector: not split
+    assert register_lanes(50, 8, bits=64) == 10  # float64: 8 + 2 lanes, both >= 128 bits

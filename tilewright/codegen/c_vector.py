@@ -70,14 +70,30 @@ def _type_name(dtype: DataType) -> str:
     return f"{dtype.element}x{dtype.lanes}"
 
 
-def chunk_lanes(dtype: DataType) -> int:
-    """The lanes of the vector type a store of ``dtype`` is written with: the largest power
-    of two dividing its lanes (fewer still where the machine's registers are narrower); 0
-    when the extension does not cover ``dtype``."""
+def lane_parts(dtype: DataType) -> list[tuple[int, int]]:
+    """The ``(first lane, lanes)`` parts a store of ``dtype`` is written in: its lanes as a sum
+    of powers of two, largest first (40 lanes: 32 at 0, then 8 at 32), each written with its
+    own vector type and, where wider than the machine's registers, in register-wide chunks.
+    Empty when the extension does not cover ``dtype`` or a part would be narrower than 128
+    bits (25 lanes of float32 would end with one lane).
+
+    Example::
+
+        >>> lane_parts(DataType.parse("float32x40"))
+        [(0, 32), (32, 8)]
+    """
     if str(dtype.element) not in _ELEMENTS or dtype.lanes < 2:
-        return 0
-    width = dtype.lanes & -dtype.lanes
-    return width if width * dtype.bits >= 128 else 0
+        return []
+    parts: list[tuple[int, int]] = []
+    start = 0
+    for bit in reversed(range(dtype.lanes.bit_length())):
+        lanes = 1 << bit
+        if dtype.lanes & lanes:
+            if lanes * dtype.bits < 128:
+                return []
+            parts.append((start, lanes))
+            start += lanes
+    return parts
 
 
 class VectorWriter:
@@ -94,34 +110,41 @@ class VectorWriter:
     def store(self, s: BufferStore) -> bool:
         index = s.indices[0]
         dtype = s.value.dtype
-        width = chunk_lanes(dtype)
-        if not width or s.buffer.dtype != dtype.element:
+        parts = lane_parts(dtype)
+        if not parts or s.buffer.dtype != dtype.element:
             return False
         if not self._unit_ramp(index) or s.buffer.data in self.p.value_arrays:
             return False
         assert isinstance(index, Ramp)
-        chunked = dtype.lanes > width or width * dtype.bits // 8 > _NATIVE_BYTES
-        if chunked and not self._chunks_independent(s):
+        wide = [lanes * dtype.bits // 8 > _NATIVE_BYTES for _, lanes in parts]
+        if (len(parts) > 1 or any(wide)) and not self._chunks_independent(s):
             return False  # the per-lane loop reads every lane before it writes any
-        chunk = self.p.define(Var("chunk", int32)) if chunked else None
-        vector = dtype.element.with_lanes(width)
-        self.name = _type_name(vector)
-        value = self.expr(s.value, chunk)
-        if value is None:
-            return False
-        self._helpers(vector)
-        target = f"&{self.p.name_of(s.buffer.data)}[{self._base(index, chunk)}]"
-        statement = f"tw_vstore_{self.name}({target}, {value.text});"
-        if chunk is None:
+        pieces: list[tuple[DataType, str | None, str]] = []
+        for (start, lanes), chunked in zip(parts, wide):
+            vector = dtype.element.with_lanes(lanes)
+            self.name = _type_name(vector)
+            chunk = self.p.define(Var("chunk", int32)) if chunked else None
+            offset = chunk if chunked else (str(start) if start else None)
+            value = self.expr(s.value, offset)
+            if value is None:
+                return False
+            target = f"&{self.p.name_of(s.buffer.data)}[{self._base(index, offset)}]"
+            pieces.append((vector, chunk, f"tw_vstore_{self.name}({target}, {value.text});"))
+        for (start, lanes), (vector, chunk, statement) in zip(parts, pieces):
+            self._helpers(vector)
+            if chunk is None:
+                self.p.emit(statement)
+                continue
+            name = _type_name(vector)
+            step = f"(int32_t)(sizeof(tw_{name}) / sizeof({self.p.value_type(dtype)}))"
+            self.p.emit(f"#pragma GCC unroll {lanes}")
+            self.p.emit(
+                f"for (int32_t {chunk} = {start}; {chunk} < {start + lanes}; {chunk} += {step}) {{"
+            )
+            self.p.indent += 1
             self.p.emit(statement)
-            return True
-        step = f"(int32_t)(sizeof(tw_{self.name}) / sizeof({self.p.value_type(dtype)}))"
-        self.p.emit(f"#pragma GCC unroll {dtype.lanes}")
-        self.p.emit(f"for (int32_t {chunk} = 0; {chunk} < {dtype.lanes}; {chunk} += {step}) {{")
-        self.p.indent += 1
-        self.p.emit(statement)
-        self.p.indent -= 1
-        self.p.emit("}")
+            self.p.indent -= 1
+            self.p.emit("}")
         return True
 
     def _chunks_independent(self, s: BufferStore) -> bool:

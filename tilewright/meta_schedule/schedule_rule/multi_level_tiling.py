@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from math import gcd
+from math import ceil, gcd
 from typing import TYPE_CHECKING
 
 from tilewright.ir import Block, IntImm, IterKind, collect_vars
@@ -219,15 +219,16 @@ class MultiLevelTiling(ScheduleRule):
     def _split_lanes(
         self, sch: Schedule, block: BlockRV, loop: LoopRV
     ) -> tuple[LoopRV, LoopRV | None]:
-        """``loop`` split into (outer, lanes of a vector register), when ``vector_bytes``
-        asks for it and some lanes divide the extent; else ``(loop, None)``."""
+        """``loop`` split into (outer, vector lanes: ``register_lanes``), when
+        ``vector_bytes`` asks for it and some lanes divide the extent; else ``(loop, None)``."""
         if not self.vector_bytes or self.tile_binds:
             return loop, None
         extent = loop_of(sch, loop).extent
         writes = block_of(sch, block).writes
         if not isinstance(extent, IntImm) or not writes:
             return loop, None
-        lanes = gcd(extent.value, max(1, self.vector_bytes * 8 // writes[0].buffer.dtype.bits))
+        bits = writes[0].buffer.dtype.bits
+        lanes = register_lanes(extent.value, max(1, self.vector_bytes * 8 // bits), bits)
         if lanes < 2 or lanes == extent.value:
             return loop, None
         outer, inner = sch.split(loop, [None, lanes])
@@ -313,3 +314,33 @@ def _streamed(block: Block, index: int) -> bool:
     spatial = [iv.var for iv in block.iter_vars if iv.kind is IterKind.SPATIAL]
     region = block.reads[index].region
     return bool(spatial and region) and spatial[-1] in collect_vars(region[-1].min)
+
+
+def register_lanes(extent: int, native: int, bits: int = 32) -> int:
+    """How many lanes to split a vectorized loop of ``extent`` by, given ``native`` lanes per
+    vector register of ``bits``-bit elements: ``native`` where it divides the extent; else the
+    divisor of the extent, up to four registers wide, that C vector code writes with the
+    fewest instructions per lane (``codegen.c_vector.lane_parts``: powers of two, none under
+    128 bits). 1000 float32 with 16-lane registers: 40 (two full registers and a half one,
+    3 instructions for 40 lanes) rather than 8 (one half register for 8).
+
+    Example::
+
+        >>> register_lanes(1024, 16), register_lanes(1000, 16), register_lanes(1001, 16)
+        (16, 40, 1)
+    """
+    fallback = gcd(extent, native)
+    if fallback == native:
+        return native
+    smallest = max(1, 128 // bits)
+
+    def instructions_per_lane(lanes: int) -> float:
+        parts = [1 << b for b in range(lanes.bit_length()) if lanes >> b & 1]
+        if lanes == fallback:
+            return ceil(lanes / native) / lanes
+        if min(parts) < smallest:
+            return float("inf")
+        return sum(ceil(p / native) for p in parts) / lanes
+
+    wider = [d for d in range(native + 1, 4 * native + 1) if extent % d == 0]
+    return min([fallback, *wider], key=lambda d: (instructions_per_lane(d), d))
