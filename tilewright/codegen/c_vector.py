@@ -18,7 +18,8 @@ to the caller's per-lane loop.
 A vector type is never wider than the machine's vector registers (``TW_VECTOR_BYTES``, from
 the compiler's predefined macros: GCC spills wider generic vectors to the stack): a store of
 more lanes becomes an unrolled loop over register-wide chunks, when no lane of one chunk
-reads what another chunk writes.
+reads what another chunk writes. A store whose lanes are not a power of two is written in
+power-of-two parts (40 lanes: 32, then 8), each with its own vector type.
 """
 
 from __future__ import annotations
