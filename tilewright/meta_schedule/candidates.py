@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from tilewright.meta_schedule.defaults import is_gpu
 from tilewright.meta_schedule.tune_context import TuneContext
 from tilewright.schedule import Instruction, Schedule, ScheduleError, Trace
-from tilewright.schedule.primitives.sampling import sample_perfect_tile
+from tilewright.schedule.primitives.sampling import prime_factors, sample_perfect_tile
 
 
 @dataclass
@@ -59,8 +59,22 @@ def fresh_decision(inst: Instruction, decision: object) -> object:
     return None
 
 
-# GPU spaces: the probability that a prime factor of a fresh perfect tile goes to the grid.
-GRID_WEIGHT = 0.3
+# GPU spaces: how many prime factors of a fresh perfect tile, on average, stay inside a block.
+BLOCK_FACTORS = 6
+
+
+def grid_weight(extent: int, n: int) -> float:
+    """The probability that a prime factor of ``extent`` goes to the grid first, so that on
+    average ``BLOCK_FACTORS`` of them land inside the block (0 for small extents: TVM's draw).
+
+    Example::
+
+        >>> grid_weight(4096, 5), grid_weight(64, 5)
+        (0.375, 0.0)
+    """
+    primes = len(prime_factors(extent))
+    inside = primes * (n - 1) / n  # what TVM's uniform draw puts inside, on average
+    return max(0.0, 1.0 - BLOCK_FACTORS / inside) if inside else 0.0
 
 
 def fresh_decisions(
@@ -69,13 +83,14 @@ def fresh_decisions(
     """The decision provider for fresh samples of ``context``'s space.
 
     Every sampling instruction draws again. On a GPU target, a perfect tile's prime factors
-    go first to the outermost level (the grid) with probability 0.3, then uniformly: TVM's
-    uniform draw gives the grid a fifth of a 4096 loop's factors on average, so nearly every
-    draw of a large matmul asked for more threads, virtual threads or shared memory than a
-    block has. Counted on the matmul's tile constraints: 0.13% of uniform draws fit at
-    4096^3 and 2.1% at 1024^3; with the weight 7.1% and 8.5% (0.5: 6.6% and 3.7%). Every
-    perfect tile can still be drawn, and the decisions are ordinary ones: replaying the
-    trace needs nothing new.
+    go first to the outermost level (the grid) with probability ``grid_weight``, then
+    uniformly, so that about six of them stay inside a block: TVM's uniform draw gives the
+    grid a fifth of a 4096 loop's twelve factors, and nearly every draw of a large matmul
+    asked for more threads, virtual threads or shared memory than a block has. Counted on
+    the matmul's tile constraints, the draws that fit: 0.12% uniformly at 4096^3, 6.3% this
+    way; 2.3% and 6.6% at 1024^3; 7.4% and 7.6% at 64^3 (unchanged: small loops are drawn
+    uniformly). Every perfect tile can still be drawn, and the decisions are ordinary ones:
+    replaying the trace needs nothing new.
 
     Example::
 
@@ -90,7 +105,10 @@ def fresh_decisions(
             return None
         extent = math.prod(int(f) for f in decision)
         n, max_innermost = (int(a) for a in inst.attrs[:2])  # type: ignore[call-overload]
-        return sample_perfect_tile(rng, extent, n, max_innermost, outer_weight=GRID_WEIGHT)
+        weight = grid_weight(extent, n)
+        if weight <= 0:
+            return None
+        return sample_perfect_tile(rng, extent, n, max_innermost, outer_weight=weight)
 
     return provide
 
