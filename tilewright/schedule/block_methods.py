@@ -4,16 +4,19 @@ reductions, blockize, producer/consumer queries), kept apart from the loop metho
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, overload
 
+from tilewright.ir.stmt import Block
 from tilewright.schedule.dataflow import consumers_of, producers_of, scope_blocks, scope_path
 from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.index_map import IndexMap, as_index_map
 from tilewright.schedule.primitives import blockize as blockize_
-from tilewright.schedule.primitives import caching, compute_location, inline, reduction
+from tilewright.schedule.primitives import caching, compute_location, inline, layout, reduction
 from tilewright.schedule.reference import BlockRV, LoopRV
 
 if TYPE_CHECKING:
+    from tilewright.ir.buffer import Buffer
     from tilewright.schedule.instruction import Ref
     from tilewright.schedule.state import ScheduleState
     from tilewright.schedule.tree import Site
@@ -162,6 +165,43 @@ class BlockMethods:
         off = _int("storage_align", "offset", offset)
         self._state.commit(site.func_name, caching.storage_align(site, index, dim, scale, off))
         self._record("storage_align", (target,), (index, dim, scale, off))
+
+    def transform_layout(
+        self,
+        block: BlockArg,
+        buffer: tuple[str, int] | list | str | Buffer,
+        index_map: IndexMap | str | Callable[..., object],
+        pad_value: object = None,
+        *,
+        assume_injective_transform: bool = False,
+    ) -> None:
+        """Store ``buffer`` (``("read", i)`` / ``("write", i)`` of the block, its name or the
+        ``Buffer``; allocated in the function) in the layout ``index_map`` gives: every access
+        ``B[i, k]`` becomes ``B[index_map(i, k)]``. The map must re-tile the buffer's shape
+        one to one (permutations, splits and fusions of dimensions); ``pad_value`` (padding
+        layouts) is not supported yet.
+
+        Example::
+
+            sch.transform_layout(A_shared, ("write", 0), lambda i, k: (k, i))
+        """
+        target, site = self._block(block, "transform_layout")
+        if pad_value is not None:
+            raise ScheduleError(
+                "transform_layout", "argument", "pad_value (a padding layout) is not supported yet"
+            )
+        kind, index = layout.buffer_spec(site, buffer)
+        node = site.node
+        assert isinstance(node, Block)  # a block reference's site
+        old = (node.reads if kind == "read" else node.writes)[index].buffer
+        mapping = as_index_map(index_map, len(old.shape))
+        func = layout.transform_layout(site, kind, index, mapping)
+        self._state.commit(site.func_name, func)
+        self._record(
+            "transform_layout",
+            (target,),
+            ([kind, index], mapping, None, bool(assume_injective_transform)),
+        )
 
     # ---- compute location ----------------------------------------------------------------
     def compute_at(self, block: BlockArg, loop: LoopRV, preserve_unit_loops: bool = False) -> None:

@@ -64,6 +64,11 @@ KINDS: dict[str, InstructionKind] = {
         InstructionKind("cache_write", ("block",), ("write_buffer_index", "storage_scope"), "one"),
         InstructionKind("set_scope", ("block",), ("buffer_index", "storage_scope")),
         InstructionKind("storage_align", ("block",), ("buffer_index", "axis", "factor", "offset")),
+        InstructionKind(
+            "transform_layout",
+            ("block",),
+            ("buffer", "index_map", "pad_value", "assume_injective_transform"),
+        ),
         InstructionKind("compute_at", ("block", "loop"), ("preserve_unit_loops",)),
         InstructionKind("reverse_compute_at", ("block", "loop"), ("preserve_unit_loops",)),
         InstructionKind("compute_inline", ("block",)),

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from tilewright.ir.expr import FloatImm, IntImm, PrimExpr
 from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.index_map import IndexMap
 from tilewright.schedule.instruction import Instruction, Ref
 from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
 
@@ -247,6 +248,8 @@ def _python_line(inst: Instruction, names: dict[Ref, str]) -> str:
 def _plain(value: object, kind: str) -> object:
     if isinstance(value, IntImm | FloatImm):
         return value.value
+    if isinstance(value, IndexMap):
+        return str(value)  # its lambda's text; transform_layout parses it back
     if isinstance(value, PrimExpr):
         raise ValueError(f"instruction {kind!r}: the expression {value!r} has no JSON form")
     if isinstance(value, list | tuple):

@@ -34,6 +34,7 @@ _LAZY = {
     "BlockRV": ("tilewright.schedule", "BlockRV"),
     "LoopRV": ("tilewright.schedule", "LoopRV"),
     "Trace": ("tilewright.schedule", "Trace"),
+    "IndexMap": ("tilewright.schedule.index_map", "IndexMap"),
     "transform": ("tilewright.transform", None),
 }
 

@@ -1,0 +1,154 @@
+"""``IndexMap``: a buffer layout as a function of the old indices, ``lambda i, j: (j, i)``.
+
+``transform_layout`` takes one (TVM's ``tir.IndexMap``, or a plain Python function). It is
+kept as the variables and the result expressions, prints as the ``lambda`` that makes it
+(which is how traces store it: printed traces stay runnable Python, JSON traces hold the
+text) and parses back from that text. The expressions are integer arithmetic over the
+variables: ``+ - * // %`` and constants.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import Callable, Sequence
+
+from tilewright.ir import op
+from tilewright.ir.dtype import int32
+from tilewright.ir.expr import Add, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, Var
+from tilewright.ir.functor import substitute
+
+_SYMBOLS: dict[type, tuple[str, int]] = {
+    Add: ("+", 1),
+    Sub: ("-", 1),
+    Mul: ("*", 2),
+    FloorDiv: ("//", 2),
+    FloorMod: ("%", 2),
+}
+_OPERATORS: dict[type, Callable[[PrimExpr, PrimExpr], PrimExpr]] = {
+    ast.Add: op.add,
+    ast.Sub: op.sub,
+    ast.Mult: op.mul,
+    ast.FloorDiv: op.floordiv,
+    ast.Mod: op.floormod,
+}
+
+
+class IndexMap:
+    """``final_indices`` as functions of ``initial_indices``.
+
+    Example::
+
+        >>> m = IndexMap.from_func(lambda i, k: (k, i))
+        >>> str(m)
+        'lambda i, k: (k, i)'
+        >>> IndexMap.parse(str(m)) == m
+        True
+    """
+
+    def __init__(self, initial_indices: Sequence[Var], final_indices: Sequence[PrimExpr]) -> None:
+        self.initial_indices = tuple(initial_indices)
+        self.final_indices = tuple(final_indices)
+        self._text = _lambda_text(self.initial_indices, self.final_indices)
+
+    @staticmethod
+    def from_func(func: Callable[..., object], ndim: int | None = None) -> IndexMap:
+        """The map ``func`` computes, called on one ``int32`` variable per parameter (or
+        ``ndim`` of them for a function taking ``*args``)."""
+        params = list(inspect.signature(func).parameters.values())
+        if any(p.kind is p.VAR_POSITIONAL for p in params):
+            if ndim is None:
+                raise ValueError("an index map taking *args needs ndim")
+            names = [f"i{k}" for k in range(ndim)]
+        else:
+            names = [p.name for p in params]
+        variables = [Var(name, int32) for name in names]
+        result = func(*variables)
+        items = result if isinstance(result, list | tuple) else (result,)
+        final = [op.convert(x, int32) if isinstance(x, int) else x for x in items]
+        if not all(isinstance(x, PrimExpr) for x in final):
+            raise TypeError(f"index map {func!r} must return integer expressions, got {result!r}")
+        return IndexMap(variables, final)
+
+    @staticmethod
+    def parse(text: str) -> IndexMap:
+        """The map ``str(index_map)`` printed: ``"lambda i, j: (j, i)"``."""
+        try:
+            tree = ast.parse(text.strip(), mode="eval").body
+        except SyntaxError as err:
+            raise ValueError(f"index map {text!r} is not a Python lambda: {err.msg}") from None
+        if not isinstance(tree, ast.Lambda):
+            raise ValueError(f"index map {text!r} is not a lambda")
+        variables = {a.arg: Var(a.arg, int32) for a in tree.args.args}
+        body = tree.body
+        items = body.elts if isinstance(body, ast.Tuple | ast.List) else [body]
+        final = [_expr(item, variables, text) for item in items]
+        return IndexMap(list(variables.values()), final)
+
+    def map_indices(self, indices: Sequence[PrimExpr]) -> list[PrimExpr]:
+        """The new indices of the element at ``indices``."""
+        if len(indices) != len(self.initial_indices):
+            raise ValueError(
+                f"index map {self} takes {len(self.initial_indices)} indices, got {len(indices)}"
+            )
+        table = dict(zip(self.initial_indices, indices))
+        return [substitute(e, table) for e in self.final_indices]
+
+    def __str__(self) -> str:
+        return self._text
+
+    def __repr__(self) -> str:
+        return self._text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IndexMap) and str(other) == self._text
+
+    def __hash__(self) -> int:
+        return hash(self._text)
+
+
+def as_index_map(value: IndexMap | str | Callable[..., object], ndim: int) -> IndexMap:
+    """``value`` as an ``IndexMap``: itself, parsed from its text, or made from a function."""
+    if isinstance(value, IndexMap):
+        return value
+    if isinstance(value, str):
+        return IndexMap.parse(value)
+    if callable(value):
+        return IndexMap.from_func(value, ndim)
+    raise TypeError(f"an index map must be an IndexMap or a function, got {type(value).__name__}")
+
+
+def _lambda_text(variables: Sequence[Var], final: Sequence[PrimExpr]) -> str:
+    items = [_text(e) for e in final]
+    body = f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+    return f"lambda {', '.join(v.name for v in variables)}: {body}"
+
+
+def _text(e: PrimExpr, outer: int = 0, right: bool = False) -> str:
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, IntImm):
+        return str(e.value) if e.value >= 0 or outer == 0 else f"({e.value})"
+    entry = _SYMBOLS.get(type(e))
+    if entry is None:
+        raise ValueError(f"an index map holds only + - * // % and constants, not {e!r}")
+    symbol, prec = entry
+    a, b = e.a, e.b  # type: ignore[attr-defined]  # every entry of _SYMBOLS is binary
+    text = f"{_text(a, prec)} {symbol} {_text(b, prec, right=True)}"
+    return f"({text})" if prec < outer or (right and prec == outer) else text
+
+
+def _expr(node: ast.expr, variables: dict[str, Var], text: str) -> PrimExpr:
+    if isinstance(node, ast.Name) and node.id in variables:
+        return variables[node.id]
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return IntImm(node.value, int32)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return op.sub(IntImm(0, int32), _expr(node.operand, variables, text))
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        left, right = _expr(node.left, variables, text), _expr(node.right, variables, text)
+        return _OPERATORS[type(node.op)](left, right)
+    raise ValueError(
+        f"index map {text!r}: {ast.unparse(node)!r} is not integer arithmetic over "
+        f"{', '.join(variables) or 'no variables'} (+ - * // % and constants)"
+    )

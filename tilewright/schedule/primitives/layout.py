@@ -1,0 +1,188 @@
+"""Layout: ``transform_layout`` stores a buffer allocated in the function in a new layout.
+
+Every access ``B[i, k]`` becomes ``B[f(i, k)]`` and the buffer's shape the image of the old
+one, for an index map ``f`` that re-tiles the old shape exactly (permutations, splits and
+fusions of the dimensions: checked with the affine iterator maps). What the function computes
+does not change; where each element lives does (a k-major tile of A for vector reads along k,
+a split dimension for a fragment layout).
+"""
+
+from __future__ import annotations
+
+from tilewright.arith.analyzer import Analyzer
+from tilewright.arith.int_set import eval_set
+from tilewright.arith.iter_map import detect_iter_map
+from tilewright.ir import op
+from tilewright.ir.buffer import Buffer, BufferRegion
+from tilewright.ir.dtype import int32
+from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
+from tilewright.ir.function import PrimFunc
+from tilewright.ir.functor import Mutator
+from tilewright.ir.stmt import Block, BufferStore
+from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.index_map import IndexMap
+from tilewright.schedule.primitives.caching import _allocated, _buffer
+from tilewright.schedule.tree import Site, walk
+
+
+def transform_layout(site: Site, kind: str, index: int, index_map: IndexMap) -> PrimFunc:
+    """Store the block's ``index``-th read (``kind="read"``) or written buffer in the layout
+    ``index_map`` gives.
+
+    Example::
+
+        sch.transform_layout(A_shared, ("write", 0), lambda i, k: (k, i))
+        # A_shared: (128, 16) -> (16, 128); A_shared[v0, v1] -> A_shared[v1, v0]
+    """
+    block = site.node
+    assert isinstance(block, Block)
+    regions = block.reads if kind == "read" else block.writes
+    buffer = _buffer("transform_layout", site, regions, index, f"{kind}s")
+    _allocated("transform_layout", site, buffer)
+    shape = _new_shape(site, buffer, index_map)
+    _refuse_views(site, buffer)
+    new = buffer.replace(shape=tuple(IntImm(s, int32) for s in shape))
+    body = _Relayout(buffer, new, index_map).visit(site.func.body)
+    return site.func.with_body(body)
+
+
+def buffer_spec(site: Site, buffer: object) -> tuple[str, int]:
+    """``("read" | "write", index)`` of ``buffer`` among the block's regions: given as such a
+    pair (a list from a JSON trace too), as the buffer's name, or as the ``Buffer``."""
+    block = site.node
+    assert isinstance(block, Block)
+    if isinstance(buffer, tuple | list) and len(buffer) == 2 and buffer[0] in ("read", "write"):
+        kind, index = str(buffer[0]), buffer[1]
+        regions = block.reads if kind == "read" else block.writes
+        _buffer("transform_layout", site, regions, index, f"{kind}s")  # checks the index
+        return kind, int(index)
+    found = [
+        (kind, k)
+        for kind, regions in (("read", block.reads), ("write", block.writes))
+        for k, region in enumerate(regions)
+        if region.buffer is buffer or region.buffer.name == buffer
+    ]
+    buffers = {_region(block, kind, k).buffer for kind, k in found}
+    if not found or len(buffers) > 1:
+        what = "no" if not found else "more than one"
+        raise ScheduleError(
+            "transform_layout",
+            "buffer",
+            f"block {block.name!r} accesses {what} buffer {_label(buffer)}; give "
+            '("read", i) or ("write", i)',
+            site.func,
+            block,
+        )
+    writes = [f for f in found if f[0] == "write"]
+    return (writes or found)[0]
+
+
+def _region(block: Block, kind: str, index: int) -> BufferRegion:
+    return (block.reads if kind == "read" else block.writes)[index]
+
+
+def _label(buffer: object) -> str:
+    return repr(buffer.name) if isinstance(buffer, Buffer) else repr(buffer)
+
+
+def _fail(site: Site, message: str) -> ScheduleError:
+    return ScheduleError("transform_layout", "index-map", message, site.func, site.node)
+
+
+def _new_shape(site: Site, buffer: Buffer, index_map: IndexMap) -> list[int]:
+    """The image of ``buffer``'s shape, when ``index_map`` maps it one to one onto a box."""
+    dims = []
+    for extent in buffer.shape:
+        if not isinstance(extent, IntImm):
+            raise _fail(site, f"buffer {buffer.name!r} has the symbolic extent {extent}")
+        dims.append(extent.value)
+    if len(index_map.initial_indices) != len(dims):
+        raise _fail(
+            site,
+            f"index map {index_map} takes {len(index_map.initial_indices)} indices; buffer "
+            f"{buffer.name!r} has {len(dims)} dimensions",
+        )
+    variables = index_map.initial_indices
+    dom = {v: Range(IntImm(0, int32), IntImm(e, int32)) for v, e in zip(variables, dims)}
+    result = detect_iter_map(index_map.final_indices, dom, check_level="bijective")
+    if not result:
+        reason = "; ".join(result.errors) if result.errors else "not affine"
+        raise _fail(
+            site,
+            f"index map {index_map} does not re-tile the shape {tuple(dims)} of buffer "
+            f"{buffer.name!r} one to one ({reason}); padding layouts are not supported yet",
+        )
+    shape: list[int] = []
+    for expr, total in zip(index_map.final_indices, result.indices):
+        size = _const(total.args[0].extent) if len(total.args) == 1 else None
+        if size is None or total.args[0].scale != 1 or _const(total.base) != 0:
+            raise _fail(site, f"index map {index_map}: {expr} is not one dimension counted from 0")
+        shape.append(size)
+    return shape
+
+
+def _const(value: object) -> int | None:
+    if isinstance(value, int):
+        return value
+    return value.value if isinstance(value, IntImm) else None
+
+
+def _refuse_views(site: Site, buffer: Buffer) -> None:
+    for path in walk(site.func.body):
+        node = path[-1]
+        if isinstance(node, Block) and any(m.source.buffer is buffer for m in node.match_buffers):
+            raise ScheduleError(
+                "transform_layout",
+                "match-buffer",
+                f"block {node.name!r} views buffer {buffer.name!r} through match_buffer; its "
+                "layout cannot change under the view",
+                site.func,
+                node,
+            )
+
+
+class _Relayout(Mutator):
+    """Points every access of ``old`` at ``new`` through ``index_map``."""
+
+    def __init__(self, old: Buffer, new: Buffer, index_map: IndexMap) -> None:
+        super().__init__()
+        self.old = old
+        self.new = new
+        self.index_map = index_map
+        self.analyzer = Analyzer()
+        self.buffer_map[old] = new
+
+    def _indices(self, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+        mapped = self.index_map.map_indices(self.visit(indices))
+        return tuple(self.analyzer.simplify(e) for e in mapped)
+
+    def visit_BufferLoad(self, node: BufferLoad) -> PrimExpr:
+        if node.buffer is not self.old:
+            return self.generic_visit(node)
+        return BufferLoad(self.new, self._indices(node.indices))
+
+    def visit_BufferStore(self, node: BufferStore) -> BufferStore:
+        if node.buffer is not self.old:
+            return self.generic_visit(node)
+        value = self.visit(node.value)
+        return node.replace(buffer=self.new, value=value, indices=self._indices(node.indices))
+
+    def visit_BufferRegion(self, node: BufferRegion) -> BufferRegion:
+        if node.buffer is not self.old:
+            return self.generic_visit(node)
+        region = self.visit(node.region)
+        if all(isinstance(r.extent, IntImm) and r.extent.value == 1 for r in region):
+            points = self._indices(tuple(r.min for r in region))
+            return BufferRegion(self.new, tuple(Range(p, IntImm(1, p.dtype)) for p in points))
+        # A box: the bounds of each new index over it.
+        offsets = [Var(f"r{k}", int32) for k in range(len(region))]
+        dom = {v: Range(IntImm(0, int32), r.extent) for v, r in zip(offsets, region)}
+        moved = self.index_map.map_indices([op.add(r.min, v) for r, v in zip(region, offsets)])
+        ranges = []
+        for expr in moved:
+            bounds = eval_set(self.analyzer.simplify(expr), dom, self.analyzer)
+            low, high = bounds.min_value, bounds.max_value
+            assert low is not None and high is not None  # affine over a bounded box
+            extent = self.analyzer.simplify(op.add(op.sub(high, low), 1))
+            ranges.append(Range(self.analyzer.simplify(low), extent))
+        return BufferRegion(self.new, tuple(ranges))
