@@ -86,7 +86,7 @@ def test_fuse_the_dimensions_given_the_buffer_object() -> None:
 
 def test_regions_of_a_blockized_reader_become_the_box_of_the_new_layout() -> None:
     sch = Schedule(two_stage)
-    i, j = sch.get_loops("C")
+    _, j = sch.get_loops("C")
     outer = sch.blockize(j)  # reads B[vi, 0:8]: a box, not a point
     sch.transform_layout("B", ("write", 0), lambda i, j: (j, i))
     region = sch.get(outer).reads[0].region

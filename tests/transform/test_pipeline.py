@@ -38,10 +38,12 @@ from .programs import (
 STAGE_NAMES = [
     "verify_bounds",
     "lower_init_block",
+    "collect_storage_align",
     "lower_blocks",
     "inline_unit_loops",
     "plan_buffer_allocation",
     "compact_buffer_allocation",
+    "apply_storage_align",
     "flatten_buffers",
     "apply_unroll_pragmas",
     "simplify",
@@ -104,13 +106,13 @@ def test_dump_dir_gets_one_file_per_stage(tmp_path):
     expected = ["mm.00_input.txt"] + [f"mm.{n:02d}_{s}.txt" for n, s in enumerate(STAGE_NAMES, 1)]
     assert names == expected
     assert "T.init()" in (tmp_path / "mm.00_input.txt").read_text()
-    assert "T.block" not in (tmp_path / "mm.03_lower_blocks.txt").read_text()
+    assert "T.block" not in (tmp_path / "mm.04_lower_blocks.txt").read_text()
 
 
 def test_dump_dir_defaults_to_config(tmp_path):
     with config.scope(dump_dir=tmp_path / "ir"):
         lower(IRModule({"main": ALL["vector_add"]().func}))
-    assert (tmp_path / "ir" / "main.07_flatten_buffers.txt").exists()
+    assert (tmp_path / "ir" / "main.09_flatten_buffers.txt").exists()
 
 
 def test_no_dump_without_dump_dir(tmp_path, monkeypatch):

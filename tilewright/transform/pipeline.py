@@ -36,6 +36,7 @@ from tilewright.transform.plan_buffer_allocation import plan_buffer_allocation
 from tilewright.transform.remove_no_op import remove_no_op
 from tilewright.transform.simplify import simplify
 from tilewright.transform.split_host_device import split_host_device
+from tilewright.transform.storage_align import apply_storage_align, collect_storage_align
 from tilewright.transform.unroll_loops import unroll_loops
 from tilewright.transform.unroll_pragmas import apply_unroll_pragmas
 from tilewright.transform.verify import verify_lowered
@@ -145,6 +146,7 @@ def cpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
     return (
         Stage("verify_bounds", verify_bounds),
         Stage("lower_init_block", lower_init_block),
+        Stage("collect_storage_align", collect_storage_align),
         Stage("lower_blocks", lower_blocks),
         Stage("inline_unit_loops", inline_unit_loops),
         # On the CPU a tile-sized global cache moves to its loop and shrinks to its tile.
@@ -153,6 +155,7 @@ def cpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
             "compact_buffer_allocation",
             partial(compact_buffer_allocation, scopes=("shared", "local", "global")),
         ),
+        Stage("apply_storage_align", apply_storage_align),
         Stage("flatten_buffers", flatten_buffers),
         # The auto-scheduler's unroll pragmas, before simplify folds the written-out indices.
         Stage("apply_unroll_pragmas", apply_unroll_pragmas),
@@ -184,6 +187,7 @@ def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         # A reduction over threadIdx-bound loops becomes an allreduce while blocks remain.
         Stage("lower_cross_thread_reduction", lower_cross_thread_reduction),
         Stage("lower_init_block", lower_init_block),
+        Stage("collect_storage_align", collect_storage_align),
         Stage("lower_blocks", lower_blocks),
         Stage("inline_unit_loops", inline_unit_loops),
         Stage("plan_buffer_allocation", plan_buffer_allocation),
@@ -191,6 +195,8 @@ def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         # Buffers are placed and compacted but still N-d: a virtual thread's slice of a buffer
         # allocated under it is a new leading dimension.
         Stage("lower_vthread", lower_vthread),
+        # Strides for storage_align, once the allocations have their final shapes.
+        Stage("apply_storage_align", apply_storage_align),
         Stage("flatten_buffers", flatten_buffers),
         # Its shared buffers are flat and sized: after the allocation passes, before barriers.
         Stage("lower_thread_allreduce", partial(lower_thread_allreduce, target=target)),
