@@ -41,6 +41,7 @@ GPU_STAGES = [
     "plan_buffer_allocation",
     "compact_buffer_allocation",
     "lower_vthread",
+    "inject_software_pipeline",
     "apply_storage_align",
     "flatten_buffers",
     "lower_thread_allreduce",

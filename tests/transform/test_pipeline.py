@@ -43,6 +43,7 @@ STAGE_NAMES = [
     "inline_unit_loops",
     "plan_buffer_allocation",
     "compact_buffer_allocation",
+    "inject_software_pipeline",
     "apply_storage_align",
     "flatten_buffers",
     "apply_unroll_pragmas",
@@ -112,7 +113,7 @@ def test_dump_dir_gets_one_file_per_stage(tmp_path):
 def test_dump_dir_defaults_to_config(tmp_path):
     with config.scope(dump_dir=tmp_path / "ir"):
         lower(IRModule({"main": ALL["vector_add"]().func}))
-    assert (tmp_path / "ir" / "main.09_flatten_buffers.txt").exists()
+    assert (tmp_path / "ir" / "main.10_flatten_buffers.txt").exists()
 
 
 def test_no_dump_without_dump_dir(tmp_path, monkeypatch):

@@ -23,6 +23,7 @@ from tilewright.ir import IRModule, PrimFunc
 from tilewright.target import Target
 from tilewright.transform.compact_buffer_allocation import compact_buffer_allocation
 from tilewright.transform.flatten_buffers import flatten_buffers
+from tilewright.transform.inject_software_pipeline import inject_software_pipeline
 from tilewright.transform.inject_thread_sync import inject_thread_sync
 from tilewright.transform.inline_unit_loops import inline_unit_loops
 from tilewright.transform.instrument_bounds import instrument_bounds
@@ -155,6 +156,7 @@ def cpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
             "compact_buffer_allocation",
             partial(compact_buffer_allocation, scopes=("shared", "local", "global")),
         ),
+        Stage("inject_software_pipeline", inject_software_pipeline),
         Stage("apply_storage_align", apply_storage_align),
         Stage("flatten_buffers", flatten_buffers),
         # The auto-scheduler's unroll pragmas, before simplify folds the written-out indices.
@@ -195,6 +197,9 @@ def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         # Buffers are placed and compacted but still N-d: a virtual thread's slice of a buffer
         # allocated under it is a new leading dimension.
         Stage("lower_vthread", lower_vthread),
+        # Pipelined loops multi-buffer what their stages pass on: buffers placed and sized,
+        # virtual threads already inside the stages (they would wrap a whole pipeline).
+        Stage("inject_software_pipeline", inject_software_pipeline),
         # Strides for storage_align, once the allocations have their final shapes.
         Stage("apply_storage_align", apply_storage_align),
         Stage("flatten_buffers", flatten_buffers),

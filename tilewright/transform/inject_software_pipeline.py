@@ -1,0 +1,265 @@
+"""Loops annotated ``software_pipeline_stage`` → prologue, steady-state loop and epilogue, with
+the buffers passed between stages multi-buffered.
+
+A loop whose body is ``m`` statements (after the allocations at its top) may carry
+``software_pipeline_stage = [s_0, ..., s_{m-1}]`` and ``software_pipeline_order`` (a
+permutation: the order the statements take in the new body; default as written). Statement
+``i`` of iteration ``k`` then runs in step ``k + s_i`` of ``N + max(s)`` steps: with stages
+``[0, 0, 1]`` the fetches of tile ``k + 1`` share a step with the compute of tile ``k``. A
+buffer allocated in the loop body and read ``d`` stages after it is written gets ``d + 1``
+versions (a new leading dimension indexed by ``k % (d + 1)``), so a step never overwrites
+what a later stage of an earlier iteration still reads.
+
+Semantics stay those of the loop: every statement of every iteration runs once, each after
+everything it depends on. Refused, naming the loop: stage or order lists that do not match
+the body; a buffer read at an earlier stage than it is written; a buffer allocated outside
+the loop that two stages share (it cannot be multi-buffered); a non-constant extent; a
+loop bound to threads. ``software_pipeline_async_stages`` (asynchronous copies) is not
+supported yet and refused.
+
+Example (stages ``[0, 0, 1]``, 16 iterations)::
+
+    # before                                # after
+    for k in range(16):                     A_s = alloc((2, 64, 16)); B_s = ...
+        A_s = alloc((64, 16)); ...          fetch_A(0); fetch_B(0)
+        fetch_A(k); fetch_B(k)              for k in range(15):
+        compute(k)                              fetch_A(k + 1); fetch_B(k + 1); compute(k)
+                                            compute(15)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from tilewright.ir import (
+    Allocate,
+    Buffer,
+    BufferLoad,
+    BufferStore,
+    For,
+    ForKind,
+    IntImm,
+    Let,
+    LetStmt,
+    Mutator,
+    PrimExpr,
+    PrimFunc,
+    SeqStmt,
+    Stmt,
+    Var,
+    op,
+    post_order_visit,
+    substitute,
+)
+
+STAGE = "software_pipeline_stage"
+ORDER = "software_pipeline_order"
+ASYNC = "software_pipeline_async_stages"
+
+
+class SoftwarePipelineError(ValueError):
+    """A ``software_pipeline_*`` annotation the pass cannot honour (the message names the loop)."""
+
+
+def inject_software_pipeline(func: PrimFunc) -> PrimFunc:
+    """Pipeline every loop annotated ``software_pipeline_stage`` (see the module docstring).
+
+    Run after ``compact_buffer_allocation`` (buffers still N-d, allocated where they are used).
+    """
+    return func.with_body(_Pipeliner().visit(func.body))
+
+
+class _Pipeliner(Mutator):
+    def visit_For(self, loop: For) -> Stmt:
+        loop = self.generic_visit(loop)
+        table = dict(loop.annotations)
+        if STAGE not in table:
+            return loop
+        return _Pipeline(loop, table).build()
+
+
+def _ints(loop: For, key: str, value: object) -> list[int]:
+    items = value if isinstance(value, tuple | list) else None
+    if items is None or not all(isinstance(v, int | IntImm) for v in items):
+        raise SoftwarePipelineError(f"loop {loop.loop_var.name}: {key} must be a list of integers")
+    return [v.value if isinstance(v, IntImm) else int(v) for v in items]
+
+
+class _Pipeline:
+    def __init__(self, loop: For, table: Mapping[str, object]) -> None:
+        self.loop = loop
+        self.name = loop.loop_var.name
+        if ASYNC in table:
+            raise self.error(f"{ASYNC} (asynchronous copies) is not supported yet")
+        if loop.kind not in (ForKind.SERIAL, ForKind.UNROLLED):
+            raise self.error(f"a {loop.kind.value} loop cannot be pipelined")
+        if not isinstance(loop.extent, IntImm):
+            raise self.error(f"the extent {loop.extent} is not a constant")
+        self.extent = loop.extent.value
+        self.allocs: list[Buffer] = []
+        body = loop.body
+        while isinstance(body, Allocate):
+            self.allocs.append(body.buffer)
+            body = body.body
+        self.stmts = list(body.seq) if isinstance(body, SeqStmt) else [body]
+        self.stages = _ints(loop, STAGE, table[STAGE])
+        count = len(self.stmts)
+        if len(self.stages) != count or min(self.stages) < 0:
+            raise self.error(
+                f"{STAGE} {self.stages} must give a stage >= 0 to each of the {count} "
+                "statements of its body"
+            )
+        self.order = _ints(loop, ORDER, table[ORDER]) if ORDER in table else list(range(count))
+        if sorted(self.order) != list(range(count)):
+            raise self.error(f"{ORDER} {self.order} is not an order of {count} statements")
+        self.kept = tuple((k, v) for k, v in loop.annotations if k not in (STAGE, ORDER))
+
+    def error(self, message: str) -> SoftwarePipelineError:
+        return SoftwarePipelineError(f"software pipeline of loop {self.name}: {message}")
+
+    def build(self) -> Stmt:
+        versions = self._versions()
+        new = {
+            b.data: b.replace(shape=(IntImm(v, b.shape[0].dtype), *b.shape))
+            for b in self.allocs
+            if (v := versions.get(b.data, 1)) > 1
+        }
+        counts = {b.data: versions.get(b.data, 1) for b in self.allocs}
+        last = max(self.stages)
+        steps: list[Stmt] = []
+        for step in range(min(last, self.extent + last)):
+            steps.extend(self._step(IntImm(step, self.loop.loop_var.dtype), step, new, counts))
+        if self.extent > last:
+            var = Var(self.name, self.loop.loop_var.dtype)
+            shifted = op.add(var, IntImm(last, var.dtype)) if last else var
+            body = _seq(self._step(shifted, None, new, counts))
+            count = IntImm(self.extent - last, var.dtype)
+            zero = IntImm(0, var.dtype)
+            steps.append(For(var, zero, count, self.loop.kind, body, annotations=self.kept))
+        for step in range(max(last, self.extent), self.extent + last):
+            steps.extend(self._step(IntImm(step, self.loop.loop_var.dtype), step, new, counts))
+        result = _seq(steps)
+        for buffer in reversed(self.allocs):
+            result = Allocate(new.get(buffer.data, buffer), result)
+        return result
+
+    def _step(
+        self,
+        step: PrimExpr,
+        constant: int | None,
+        new: dict[Var, Buffer],
+        counts: dict[Var, int],
+    ) -> list[Stmt]:
+        """The statements of pipeline step ``step`` (a constant in the prologue and epilogue,
+        where statements whose iteration falls outside the loop are left out)."""
+        out = []
+        for i in self.order:
+            stage = self.stages[i]
+            if constant is not None and not 0 <= constant - stage < self.extent:
+                continue
+            k = op.sub(step, IntImm(stage, step.dtype)) if stage else step
+            iteration = op.add(self.loop.min, k) if not _is_zero(self.loop.min) else k
+            # Each copy defines its own loop, let and buffer variables.
+            inner = _defined(self.stmts[i])
+            mapping: dict[Var, PrimExpr] = {v: Var(v.name, v.dtype) for v in inner}
+            mapping[self.loop.loop_var] = iteration
+            stmt = substitute(self.stmts[i], mapping)
+            out.append(_Versioned(new, counts, k).visit(stmt))
+        return out
+
+    def _versions(self) -> dict[Var, int]:
+        """How many copies each buffer allocated in the body needs; refuses what the pipeline
+        would reorder wrongly."""
+        local = {b.data for b in self.allocs}
+        position = {stmt: self.order.index(stmt) for stmt in range(len(self.stmts))}
+        writes = [_accessed(s, stores=True) for s in self.stmts]
+        reads = [_accessed(s, stores=False) for s in self.stmts]
+        versions: dict[Var, int] = {}
+        for i, written in enumerate(writes):
+            for j in range(len(self.stmts)):
+                shared = written & (reads[j] | writes[j]) if j != i else set()
+                for data in shared:
+                    si, sj = self.stages[i], self.stages[j]
+                    if data not in local and si != sj:
+                        raise self.error(
+                            f"buffer {data.name} is allocated outside the loop and shared by "
+                            f"stages {min(si, sj)} and {max(si, sj)}: it cannot be multi-buffered"
+                        )
+                    if si == sj and (position[i] < position[j]) != (i < j):
+                        raise self.error(
+                            f"{ORDER} puts statements {i} and {j} of stage {si}, which share "
+                            f"buffer {data.name}, in the other order"
+                        )
+                    if data in local and j > i and sj < si:
+                        raise self.error(
+                            f"buffer {data.name} is written at stage {si} and read at the "
+                            f"earlier stage {sj}"
+                        )
+                    if data in local and sj > si:
+                        versions[data] = max(versions.get(data, 1), sj - si + 1)
+        return versions
+
+
+def _accessed(stmt: Stmt, stores: bool) -> set[Var]:
+    found: set[Var] = set()
+
+    def visit(node: object) -> None:
+        if stores and isinstance(node, BufferStore):
+            found.add(node.buffer.data)
+        if not stores and isinstance(node, BufferLoad):
+            found.add(node.buffer.data)
+
+    post_order_visit(stmt, visit)
+    return found
+
+
+def _defined(stmt: Stmt) -> list[Var]:
+    """The variables ``stmt`` binds: loop and let variables, the data of its allocations."""
+    found: list[Var] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, For):
+            found.append(node.loop_var)
+        elif isinstance(node, LetStmt | Let):
+            found.append(node.var)
+        elif isinstance(node, Allocate):
+            found.append(node.buffer.data)
+
+    post_order_visit(stmt, visit)
+    return found
+
+
+def _is_zero(value: PrimExpr) -> bool:
+    return isinstance(value, IntImm) and value.value == 0
+
+
+def _seq(stmts: Sequence[Stmt]) -> Stmt:
+    return stmts[0] if len(stmts) == 1 else SeqStmt(tuple(stmts))
+
+
+class _Versioned(Mutator):
+    """Accesses of multi-buffered buffers get the version of iteration ``k`` in front."""
+
+    def __init__(self, new: dict[Var, Buffer], counts: dict[Var, int], k: PrimExpr) -> None:
+        super().__init__()
+        self.new = new
+        self.counts = counts
+        self.k = k
+
+    def _index(self, data: Var) -> PrimExpr:
+        return op.floormod(self.k, IntImm(self.counts[data], self.k.dtype))
+
+    def visit_BufferLoad(self, load: BufferLoad) -> PrimExpr:
+        indices = self.visit(load.indices)
+        buffer = self.new.get(load.buffer.data)
+        if buffer is None:
+            return load.replace(indices=indices)
+        return BufferLoad(buffer, (self._index(buffer.data), *indices))
+
+    def visit_BufferStore(self, store: BufferStore) -> Stmt:
+        value = self.visit(store.value)
+        indices = self.visit(store.indices)
+        buffer = self.new.get(store.buffer.data)
+        if buffer is None:
+            return store.replace(value=value, indices=indices)
+        return BufferStore(buffer, value, (self._index(buffer.data), *indices))
