@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from cuda_events import cuda_median
 
 import tilewright as tw
 from tilewright.schedule import Schedule
@@ -58,23 +59,6 @@ def schedule(kind: str, threads: int, unroll: bool) -> Schedule:
     if unroll:
         sch.unroll(k0)
     return sch
-
-
-def cuda_median(fn, runs=30, warmup=3):
-    import torch
-
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return float(np.median(times))
 
 
 def run_variant(kind: str, threads: int, unroll: bool, x, exact) -> dict:

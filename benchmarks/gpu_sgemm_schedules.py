@@ -17,8 +17,8 @@ import functools
 import sys
 import time
 
-import numpy as np
 import torch
+from cuda_events import cuda_median
 
 import tilewright as tw
 from tilewright.demo import blocking_with_shared, matmul_module
@@ -82,20 +82,6 @@ VARIANTS = {
 }
 
 
-def median_seconds(fn, reps: int = 20) -> float:
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return float(np.median(times))
-
-
 def main() -> int:
     torch.backends.cuda.matmul.allow_tf32 = False
     a, b = torch.rand(N, N, device="cuda"), torch.rand(N, N, device="cuda")
@@ -103,7 +89,7 @@ def main() -> int:
     scale = float(want.abs().max())
     flops = 2 * N**3
     out = torch.empty(N, N, device="cuda")
-    peer = median_seconds(lambda: torch.matmul(a, b, out=out))
+    peer = cuda_median(lambda: torch.matmul(a, b, out=out), runs=20, warmup=1)
     print(f"cuBLAS (torch.matmul, TF32 off) {flops / peer / 1e12:.2f} TFLOP/s")
     only = sys.argv[1:]
     failed = 0
@@ -120,7 +106,7 @@ def main() -> int:
             print(f"{name}: WRONG (max relative error {error:.2e})")
             failed += 1
             continue
-        ours = median_seconds(functools.partial(func, a, b, c))
+        ours = cuda_median(functools.partial(func, a, b, c), runs=20, warmup=1)
         print(
             f"{name:50s} {flops / ours / 1e12:6.2f} TFLOP/s  {peer / ours:.2f}x cuBLAS  "
             f"(error {error:.1e}, built in {build:.1f} s)",

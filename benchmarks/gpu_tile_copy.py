@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from cuda_events import cuda_median
 
 import tilewright as tw
 from tilewright.script import tirx as T
@@ -50,23 +51,6 @@ def tile_copy(dtype: str, rows: int, swizzled: bool, threads: int = THREADS):
         Tx.cta.copy(B[bx * rows : bx * rows + rows, 0:COLUMNS], smem[0:rows, 0:COLUMNS])
 
     return kernel, (n_rows, COLUMNS)
-
-
-def cuda_median(fn, runs=30, warmup=3):
-    import torch
-
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return float(np.median(times))
 
 
 def run_case(dtype: str, rows: int, swizzled: bool, threads: int = THREADS) -> dict:

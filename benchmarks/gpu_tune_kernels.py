@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 import torch
+from cuda_events import cuda_median
 
 import tilewright as tw
 from tilewright import meta_schedule as ms
@@ -41,18 +42,7 @@ def _median_ms(fn, repeat: int = 20, calls: int = 1) -> float:
     """Median over ``repeat`` samples of the milliseconds per call of ``calls`` back-to-back
     calls between two CUDA events: with one call the host's launch overhead counts, with
     many the launches queue and the kernels' own time shows."""
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / calls)
-    return float(np.median(times))
+    return cuda_median(fn, runs=repeat, warmup=1, calls=calls) * 1e3
 
 
 def run(name: str, trials: int, seconds: float, per_iter: int) -> None:
