@@ -315,6 +315,7 @@ class CPrinter(CLikePrinter):
             params.append(f"int64_t {self.define(var)}")
             self.nonneg.add(var)
         self.indent = 1
+        self.import_sources(func.body)
         self.stmt(func.body)
         body = self.lines
         head = f"TW_EXPORT int32_t {sig.symbol}({', '.join(params)}) {{"

@@ -183,6 +183,7 @@ class CLikePrinter:
     emitters: ClassVar[dict[Intrinsic, Emitter]] = {
         intrinsics.IF_THEN_ELSE: lambda p, e: p.ternary(*e.args),
         intrinsics.LIKELY: lambda p, e: p.expr(e.args[0]),
+        intrinsics.CALL_EXTERN: lambda p, e: p.call_extern(e),
         intrinsics.BITWISE_NOT: lambda p, e: Expr(
             f"~{p.operand(e.args[0], PREC_UNARY)}", PREC_UNARY),
         intrinsics.BITWISE_AND: _infix("&", 8),
@@ -429,6 +430,27 @@ class CLikePrinter:
                 "target"
             )
         return emitter(self, e)
+
+    def import_sources(self, body: Stmt) -> None:
+        """Put the C of every ``pragma_import_c`` loop annotation in ``body`` (the functions
+        ``T.call_extern`` calls) before the function, once each."""
+
+        def visit(node: object) -> None:
+            if isinstance(node, For):
+                source = dict(node.annotations).get("pragma_import_c")
+                if isinstance(source, str):
+                    self.helper(f"import_c {source}", source)
+
+        post_order_visit(body, visit)
+
+    def call_extern(self, e: Call) -> Expr:
+        """``name(args)`` for ``T.call_extern``: the function comes from a ``pragma_import_c``
+        source (or the linker)."""
+        name = e.args[0]
+        if not isinstance(name, StringImm):
+            raise CodegenError(f"{self.func_name}: call_extern needs a function name first")
+        arguments = ", ".join(self.expr_text(a) for a in e.args[1:])
+        return Expr(f"{name.value}({arguments})", PREC_ATOM)
 
     def emit_math(self, e: Call) -> Expr:
         name = e.op.removeprefix("tir.")

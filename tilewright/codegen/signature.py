@@ -19,6 +19,7 @@ from tilewright.ir import (
     Add,
     BinaryOp,
     BufferStore,
+    Call,
     FloorDiv,
     FloorMod,
     IntImm,
@@ -29,6 +30,7 @@ from tilewright.ir import (
     PrimFunc,
     Sub,
     Var,
+    intrinsics,
     post_order_visit,
 )
 from tilewright.transform.instrument_bounds import CHECKS_ATTR
@@ -196,11 +198,15 @@ def _check_bindable(name: str, func: PrimFunc, sym_vars: list[Var], params: set[
 
 
 def _written_data(func: PrimFunc) -> set[Var]:
+    """The data of buffers the function stores to, or hands to an external function (which
+    may write what it is given)."""
     written: set[Var] = set()
 
     def visit(node: object) -> None:
         if isinstance(node, BufferStore):
             written.add(node.buffer.data)
+        if isinstance(node, Call) and intrinsics.CALL_EXTERN.matches(node):
+            written.update(a for a in node.args if isinstance(a, Var) and a.dtype.is_handle)
 
     post_order_visit(func.body, visit)
     return written

@@ -173,6 +173,15 @@ WARP_SHUFFLE_XOR = Intrinsic(
     " named in mask calls it together (__shfl_xor_sync)",
 )
 REINTERPRET = Intrinsic("reinterpret", 1, ResultType.GIVEN, doc="the argument's bits as a dtype")
+CALL_EXTERN = Intrinsic(
+    "call_extern",
+    None,
+    ResultType.GIVEN,
+    Effect.WRITE,
+    "(name, *args): a call of the external C function name (defined by a pragma_import_c "
+    "source in the same module); may read and write what its pointer arguments address",
+    min_args=1,
+)
 
 # The table: every intrinsic, once.
 INTRINSICS: tuple[Intrinsic, ...] = (
@@ -195,6 +204,7 @@ INTRINSICS: tuple[Intrinsic, ...] = (
     THREAD_ALLREDUCE,
     WARP_SHUFFLE_XOR,
     REINTERPRET,
+    CALL_EXTERN,
 )
 
 _BY_NAME: dict[str, Intrinsic] = {

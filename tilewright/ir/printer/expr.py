@@ -229,6 +229,9 @@ class ExprPrinter:
             return f"T.tvm_thread_allreduce({self.args(*args)})", ATOM
         if intrinsics.REINTERPRET.matches(e) and len(args) == 1:
             return f"T.reinterpret({self.expr(args[0])}, dtype={string(str(e.dtype))})", ATOM
+        if intrinsics.CALL_EXTERN.matches(e) and args and isinstance(args[0], StringImm):
+            head = f"{string(str(e.dtype))}, {string(args[0].value)}"
+            return f"T.call_extern({', '.join([head, *(self.expr(a) for a in args[1:])])})", ATOM
         if _reparses_as_intrinsic(e):
             return f"T.{e.op}({self.args(*args)})", ATOM
         head = f"{string(str(e.dtype))}, {string(e.op)}"

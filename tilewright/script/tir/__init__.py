@@ -58,6 +58,7 @@ from tilewright.script.tir.exprs import (
     atan,
     atan2,
     attr,
+    call_extern,
     call_intrin,
     cast,
     ceil,

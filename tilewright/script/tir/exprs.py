@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tilewright.ir import expr as ir
-from tilewright.ir import op
+from tilewright.ir import intrinsics, op
 from tilewright.ir.expr import Call, PrimExpr, StringImm, Var
 from tilewright.ir.node import Node
 from tilewright.ir.stmt import Evaluate, IterKind, IterVar
@@ -169,6 +169,16 @@ def call_intrin(dtype: object, op_name: object, *values: object) -> PrimExpr:
         StringImm(v) if isinstance(v, str) else args.expr(v, "T.call_intrin") for v in values
     )
     return Call(result, op_name, operands)
+
+
+def call_extern(dtype: object, func_name: object, *values: object) -> PrimExpr:
+    """``T.call_extern("int32", "dot4", C.data, ...)``: a call of the external C function
+    ``func_name`` (its source given with ``sch.annotate(loop, "pragma_import_c", source)``)."""
+    if not isinstance(func_name, str) or not func_name.isidentifier():
+        raise TypeError(f"T.call_extern: expected a C function name, found {func_name!r}")
+    result = args.dtype_of(dtype, "T.call_extern")
+    operands = tuple(args.expr(v, "T.call_extern") for v in values)
+    return intrinsics.CALL_EXTERN.call(StringImm(func_name), *operands, dtype=result)
 
 
 def attr(node: object, key: object, value: object) -> AttrFrame:
