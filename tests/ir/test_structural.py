@@ -66,3 +66,15 @@ def test_hash_is_stable_and_identity_free():
 def test_assert_structural_equal_shows_both_sides():
     with pytest.raises(AssertionError, match=r"structural mismatch at root\.body\.extent"):
         assert_structural_equal(_loop(extent=16), _loop(extent=8))
+
+
+def test_map_free_vars_false_keeps_free_variables_apart():
+    x, y = Var("x", dtype("int32")), Var("y", dtype("int32"))
+    assert structural_equal(x + 1, y + 1)  # the default here: free variables correspond
+    assert not structural_equal(x + 1, y + 1, map_free_vars=False)  # TVM's default
+    assert structural_equal(x + 1, x + 1, map_free_vars=False)
+    # What a tree defines (parameters, buffers, loop variables) still corresponds.
+    assert structural_equal(_loop("i", "A"), _loop("j", "B"), map_free_vars=False)
+    with pytest.raises(AssertionError, match=r"a different free variable \(map_free_vars=False\)"):
+        assert_structural_equal(x * 2, y * 2, map_free_vars=False)
+    assert_structural_equal(x * 2, y * 2, True)  # TVM's positional third argument

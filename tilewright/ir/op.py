@@ -224,6 +224,40 @@ def max_value(a: Operand, b: Operand) -> PrimExpr:
     return _make(Max, a, b)
 
 
+def dtype_min(dtype: DataType | str) -> PrimExpr:
+    """The smallest value of ``dtype`` (TVM's ``tir.min_value``): the lowest finite float,
+    the most negative integer, 0 unsigned, False.
+
+    Example: ``dtype_min("int8")`` is ``IntImm(-128, int8)``.
+    """
+    return _limit(dtype, smallest=True)
+
+
+def dtype_max(dtype: DataType | str) -> PrimExpr:
+    """The largest value of ``dtype`` (TVM's ``tir.max_value``). Example: ``dtype_max("uint8")``
+    is ``IntImm(255, uint8)``."""
+    return _limit(dtype, smallest=False)
+
+
+def _limit(dtype: DataType | str, smallest: bool) -> PrimExpr:
+    import numpy as np
+
+    dt = DataType.parse(dtype) if isinstance(dtype, str) else dtype
+    if dt.is_bool:
+        return IntImm(0 if smallest else 1, dt)
+    if dt.is_float:
+        if dt.code == "bfloat":
+            largest = 3.3895313892515355e38  # (2 - 2**-7) * 2**127
+        else:
+            largest = float(np.finfo(np.dtype(f"float{dt.bits}")).max)
+        return FloatImm(-largest if smallest else largest, dt)
+    if dt.is_uint:
+        return IntImm(0 if smallest else 2**dt.bits - 1, dt)
+    if dt.is_integer:
+        return IntImm(-(2 ** (dt.bits - 1)) if smallest else 2 ** (dt.bits - 1) - 1, dt)
+    raise TypeError(f"{dt} has no smallest or largest value")
+
+
 def neg(a: Operand) -> PrimExpr:
     """``-a``."""
     x = convert(a)

@@ -47,6 +47,9 @@ class _Equal:
     lhs_to_rhs: dict[int, object] = field(default_factory=dict)
     rhs_to_lhs: dict[int, object] = field(default_factory=dict)
     mismatch: Mismatch | None = None
+    # Without map_free_vars: the ids of the variables and buffers each tree defines.
+    lhs_defined: set[int] = field(default_factory=set)
+    rhs_defined: set[int] = field(default_factory=set)
 
     def fail(self, path: str, a: object, b: object, reason: str) -> bool:
         if self.mismatch is None:
@@ -61,6 +64,11 @@ class _Equal:
             return self.fail(path, a, b, "refers to a different variable or buffer")
         if id(b) in self.rhs_to_lhs:
             return self.fail(path, a, b, "refers to a different variable or buffer")
+        if not self.map_free_vars and not (id(a) in self.lhs_defined and id(b) in self.rhs_defined):
+            if a is not b:  # a free variable stands for itself
+                return self.fail(path, a, b, "a different free variable (map_free_vars=False)")
+            self.record(a, b)
+            return True
         return None
 
     def record(self, a: Node, b: Node) -> None:
@@ -100,21 +108,72 @@ class _Equal:
         return True
 
 
-def structural_equal(lhs: object, rhs: object) -> bool:
-    """True if ``lhs`` and ``rhs`` have the same structure, variables up to renaming."""
-    return _Equal().equal(lhs, rhs, "root")
+def structural_equal(lhs: object, rhs: object, map_free_vars: bool = True) -> bool:
+    """True if ``lhs`` and ``rhs`` have the same structure, variables up to renaming.
+
+    The variables (and buffers) a tree defines (parameters, loop, let and block iterator
+    variables, allocated and matched buffers) always correspond by position. With
+    ``map_free_vars=False`` (TVM's default) a free variable must be the same object on both
+    sides; the default here, True, lets free variables correspond too.
+
+    Example::
+
+        >>> structural_equal(x + 1, y + 1), structural_equal(x + 1, y + 1, map_free_vars=False)
+        (True, False)
+    """
+    return find_mismatch(lhs, rhs, map_free_vars) is None
 
 
-def find_mismatch(lhs: object, rhs: object) -> Mismatch | None:
+def find_mismatch(lhs: object, rhs: object, map_free_vars: bool = True) -> Mismatch | None:
     """The first difference between two trees, or None when they are structurally equal."""
-    eq = _Equal()
+    eq = _Equal(map_free_vars=map_free_vars)
+    if not map_free_vars:
+        eq.lhs_defined = _definitions(lhs)
+        eq.rhs_defined = _definitions(rhs)
     eq.equal(lhs, rhs, "root")
     return eq.mismatch
 
 
-def assert_structural_equal(lhs: object, rhs: object) -> None:
-    """Raise ``AssertionError`` showing the first mismatching node of each side."""
-    mismatch = find_mismatch(lhs, rhs)
+def _definitions(tree: object) -> set[int]:
+    """The ids of the variables and buffers ``tree`` defines."""
+    from tilewright.ir.comm_reducer import CommReducer
+    from tilewright.ir.expr import Let
+    from tilewright.ir.functor import post_order_visit
+    from tilewright.ir.stmt import Allocate, IterVar, LetStmt, MatchBufferRegion
+
+    found: set[int] = set()
+
+    def buffer(b: Buffer) -> None:
+        found.update((id(b), id(b.data)))
+        found.update(id(d) for d in (*b.shape, *b.strides, b.elem_offset) if isinstance(d, Var))
+
+    def visit(node: object) -> None:
+        if isinstance(node, PrimFunc):
+            found.update(id(p) for p in node.params)
+            for _, b in node.buffer_map:
+                buffer(b)
+        elif isinstance(node, For):
+            found.add(id(node.loop_var))
+        elif isinstance(node, LetStmt | Let | IterVar):
+            found.add(id(node.var))
+        elif isinstance(node, Allocate):
+            buffer(node.buffer)
+        elif isinstance(node, Block):
+            for b in node.alloc_buffers:
+                buffer(b)
+        elif isinstance(node, MatchBufferRegion):
+            buffer(node.buffer)
+        elif isinstance(node, CommReducer):
+            found.update(id(v) for v in (*node.lhs, *node.rhs))
+
+    post_order_visit(tree, visit)
+    return found
+
+
+def assert_structural_equal(lhs: object, rhs: object, map_free_vars: bool = True) -> None:
+    """Raise ``AssertionError`` showing the first mismatching node of each side
+    (``map_free_vars`` as in ``structural_equal``)."""
+    mismatch = find_mismatch(lhs, rhs, map_free_vars)
     if mismatch is None:
         return
     raise AssertionError(

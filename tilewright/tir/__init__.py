@@ -13,7 +13,7 @@ import importlib
 from typing import Any
 
 from tilewright.ir import *  # noqa: F403 - this namespace mirrors the IR's public names
-from tilewright.ir import op
+from tilewright.ir import PrimExpr, op
 from tilewright.ir.op import (
     call,
     floordiv,
@@ -22,11 +22,34 @@ from tilewright.ir.op import (
     logical_and,
     logical_not,
     logical_or,
-    max_value,
-    min_value,
     truncdiv,
     truncmod,
 )
+from tilewright.ir.op import dtype_max as max_value  # TVM's names: a dtype's limits
+from tilewright.ir.op import dtype_min as min_value
+
+
+def all(*conditions: object) -> PrimExpr:
+    """The conjunction of ``conditions`` (TVM's ``tvm.tir.all``).
+
+    Example: ``tw.tir.all(i < n, j < m)`` is ``i < n and j < m``.
+    """
+    return _fold(logical_and, conditions, "all")
+
+
+def any(*conditions: object) -> PrimExpr:
+    """The disjunction of ``conditions`` (TVM's ``tvm.tir.any``)."""
+    return _fold(logical_or, conditions, "any")
+
+
+def _fold(combine: Any, conditions: tuple[object, ...], name: str) -> PrimExpr:
+    if not conditions:
+        raise ValueError(f"tir.{name} needs at least one condition")
+    result = op.convert(conditions[0])  # type: ignore[arg-type]
+    for condition in conditions[1:]:
+        result = combine(result, condition)
+    return result
+
 
 _LAZY = {
     "Schedule": ("tilewright.schedule", "Schedule"),

@@ -326,6 +326,8 @@ def _reparses_as_intrinsic(e: Call) -> bool:
         return e.dtype == arg and (arg.is_float or e.op == "abs")
     if e.op in intrinsics.BINARY_MATH and len(args) == 2:
         return e.dtype == args[0].dtype == args[1].dtype and e.dtype.is_float
+    if intrinsics.LIKELY.matches(e) and len(args) == 1:
+        return e.dtype == args[0].dtype
     if intrinsics.IF_THEN_ELSE.matches(e) and len(args) == 3:
         same = e.dtype == args[1].dtype == args[2].dtype
         return same and args[0].dtype.element.is_bool

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tilewright.script.parser.frames import DTypeConstructor
 
 bool = DTypeConstructor("bool")
+boolean = bool  # TVM's other spelling
 int8 = DTypeConstructor("int8")
 int16 = DTypeConstructor("int16")
 int32 = DTypeConstructor("int32")

@@ -171,6 +171,21 @@ def call_intrin(dtype: object, op_name: object, *values: object) -> PrimExpr:
     return Call(result, op_name, operands)
 
 
+def min_value(dtype: object) -> PrimExpr:
+    """``T.min_value("float32")``: the smallest value of the dtype (the lowest finite float)."""
+    return op.dtype_min(args.dtype_of(dtype, "T.min_value"))
+
+
+def max_value(dtype: object) -> PrimExpr:
+    """``T.max_value("int8")``: the largest value of the dtype."""
+    return op.dtype_max(args.dtype_of(dtype, "T.max_value"))
+
+
+def likely(cond: object) -> PrimExpr:
+    """``T.likely(i < n)``: the condition, marked as usually true (a branch hint)."""
+    return intrinsics.LIKELY.call(args.expr(cond, "T.likely"))
+
+
 def call_extern(dtype: object, func_name: object, *values: object) -> PrimExpr:
     """``T.call_extern("int32", "dot4", C.data, ...)``: a call of the external C function
     ``func_name`` (its source given with ``sch.annotate(loop, "pragma_import_c", source)``)."""
