@@ -13,7 +13,9 @@ from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.index_map import IndexMap, as_index_map
 from tilewright.schedule.primitives import blockize as blockize_
 from tilewright.schedule.primitives import caching, compute_location, inline, layout, reduction
+from tilewright.schedule.primitives import tensorize as tensorize_
 from tilewright.schedule.reference import BlockRV, LoopRV
+from tilewright.schedule.tensor_intrin import TensorIntrin
 
 if TYPE_CHECKING:
     from tilewright.ir.buffer import Buffer
@@ -310,6 +312,27 @@ class BlockMethods:
         return ref
 
     # ---- blockize ------------------------------------------------------------------------
+    def tensorize(
+        self, block_or_loop: BlockArg | LoopRV, tensor_intrin: str, preserve_unit_iters: bool = True
+    ) -> None:
+        """Compute the block (or the loop, blockized first) with the registered tensor
+        intrinsic ``tensor_intrin``: its body must match the intrinsic's description, and
+        becomes the intrinsic's implementation over the matched buffer regions.
+
+        Example::
+
+            TensorIntrin.register("my.dot4", dot4_desc, dot4_impl)
+            sch.tensorize(k_1, "my.dot4")
+        """
+        if isinstance(block_or_loop, LoopRV):
+            block_or_loop = self.blockize(block_or_loop, preserve_unit_iters)
+        intrin = TensorIntrin.get(str(tensor_intrin))
+        assert intrin is not None  # get raises for an unknown name
+        target, site = self._block(block_or_loop, "tensorize")
+        func = tensorize_.tensorize(site, intrin)
+        self._state.commit(site.func_name, func)
+        self._record("tensorize", (target,), (intrin.name, bool(preserve_unit_iters)))
+
     def blockize(
         self, target: LoopRV | Sequence[BlockArg], preserve_unit_iters: bool = True
     ) -> BlockRV:

@@ -76,6 +76,7 @@ KINDS: dict[str, InstructionKind] = {
         InstructionKind("decompose_reduction", ("block", "loop"), (), "one"),
         InstructionKind("rfactor", ("loop",), ("factor_axis",), "one"),
         InstructionKind("blockize", ("target",), ("preserve_unit_iters",), "one"),
+        InstructionKind("tensorize", ("block_or_loop",), ("tensor_intrin", "preserve_unit_iters")),
         InstructionKind(
             "sample_perfect_tile", ("loop",), ("n", "max_innermost_factor"), "many", sampling=True
         ),

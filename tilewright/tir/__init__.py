@@ -58,6 +58,7 @@ _LAZY = {
     "LoopRV": ("tilewright.schedule", "LoopRV"),
     "Trace": ("tilewright.schedule", "Trace"),
     "IndexMap": ("tilewright.schedule.index_map", "IndexMap"),
+    "TensorIntrin": ("tilewright.schedule.tensor_intrin", "TensorIntrin"),
     "transform": ("tilewright.transform", None),
 }
 

@@ -98,8 +98,10 @@ class ExprPrinter:
 
     def __init__(self, namer: Namer | None = None) -> None:
         self.namer = namer if namer is not None else Namer()
-        # Each buffer's data handle prints as `A.data` unless it is named on its own.
+        # Each buffer's data handle prints as `A.data` unless it is named on its own, and a
+        # variable offset (a match buffer's `offset_factor=`) as `A.elem_offset`.
         self.data_owner: dict[Var, Buffer] = {}
+        self.offset_owner: dict[Var, Buffer] = {}
 
     # -- naming ---------------------------------------------------------------------------
 
@@ -108,6 +110,8 @@ class ExprPrinter:
 
     def define_buffer(self, buffer: Buffer, hint: str | None = None) -> str:
         self.data_owner.setdefault(buffer.data, buffer)
+        if isinstance(buffer.elem_offset, Var):
+            self.offset_owner.setdefault(buffer.elem_offset, buffer)
         return self.namer.define(buffer, buffer.name if hint is None else hint)
 
     def claim_free(self, tree: object) -> list[Var]:
@@ -152,6 +156,8 @@ class ExprPrinter:
         name = self.namer.names.get(var)
         if name is None and var in self.data_owner:
             return f"{self.buffer(self.data_owner[var])}.data", ATOM
+        if name is None and var in self.offset_owner:
+            return f"{self.buffer(self.offset_owner[var])}.elem_offset", ATOM
         return name if name is not None else self.namer.get(var), ATOM
 
     def expr_IntImm(self, e: IntImm) -> tuple[str, int]:

@@ -104,6 +104,8 @@ class _Definitions(Visitor):
         self.buffers.add(buffer)
         self.used.setdefault(buffer, None)
         self.defined.add(buffer.data)  # the data handle prints as ``A.data``
+        if isinstance(buffer.elem_offset, Var):
+            self.defined.add(buffer.elem_offset)  # ``A.elem_offset``, made by offset_factor=
         self.visit((buffer.shape, buffer.strides, buffer.elem_offset))
 
     def visit_For(self, loop: For) -> None:

@@ -283,13 +283,17 @@ class StmtPrinter(ExprPrinter):
             args.append(string(str(buf.dtype)))
         if buf.strides:
             args.append(f"strides={self.shape(buf.strides)}")
-        if not (is_const(buf.elem_offset, 0) and buf.elem_offset.dtype == int32):
+        symbolic_offset = isinstance(buf.elem_offset, Var)
+        if not symbolic_offset and not (
+            is_const(buf.elem_offset, 0) and buf.elem_offset.dtype == int32
+        ):
             args.append(f"elem_offset={self.expr(buf.elem_offset)}")
         if buf.scope != "global":
             args.append(f"scope={string(buf.scope)}")
         if buf.align != DEFAULT_ALIGN:
             args.append(f"align={buf.align}")
-        if buf.offset_factor != 1:
+        if buf.offset_factor != 1 or symbolic_offset:
+            # With a variable offset, T.match_buffer(..., offset_factor=f) makes it again.
             args.append(f"offset_factor={buf.offset_factor}")
         if buf.layout is not None:
             args.append(f"layout={buf.layout.script()}")

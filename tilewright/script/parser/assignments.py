@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Sequence
 from typing import cast
 
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
+from tilewright.ir.dtype import int32
 from tilewright.ir.expr import BufferLoad, PrimExpr, Range, Var
 from tilewright.ir.stmt import (
     Allocate,
@@ -197,7 +199,15 @@ class AssignmentParser(StatementParser):
         return any(var is p for p in self.func.params) or var in self.func.buffer_map
 
     def _declare_buffer(self, name: str, decl: BufferDecl, node: ast.stmt) -> Wrap | None:
-        buffer = decl.spec.make(name)
+        spec = decl.spec
+        if decl.kind == "match" and spec.offset_factor and spec.elem_offset is None:
+            # As in TVM: a match buffer given an offset factor starts anywhere (a multiple of
+            # the factor) in what it matches; its offset is a variable the match binds.
+            # (A printed script declares it first, as ``A_elem_offset = T.int32()``.)
+            declared = self.scope.lookup(f"{name}_elem_offset", None)
+            offset = declared if isinstance(declared, Var) else Var(f"{name}_elem_offset", int32)
+            spec = dataclasses.replace(spec, elem_offset=offset)
+        buffer = spec.make(name)
         self.scope.define(name, buffer)
         if decl.kind == "alloc":
             owner = self.blocks[-1].alloc_buffers if self.blocks else self.func.root_allocs
