@@ -6,6 +6,7 @@ from __future__ import annotations
 from schedule_checks import check_refused, check_schedule
 from schedule_corpus import matmul, two_stage, two_writers
 
+import tilewright as tw
 from tilewright.script import tir as T
 from tilewright.tir import Schedule
 
@@ -298,3 +299,21 @@ def test_cache_read_consumers_must_read_the_buffer_after_its_writer() -> None:
         sch, lambda: sch.cache_read("C", 0, "local", consumer_blocks=["B"]), "does not read"
     )
     assert error.rule == "argument"
+
+
+def test_the_buffer_may_be_given_by_index_name_or_buffer_object() -> None:
+    # As TVM accepts: each spelling picks the same buffer and records its index.
+    results = []
+    for spelling in (0, "A", "buffer"):
+        sch = Schedule(two_stage)
+        block = sch.get_block("B")
+        which = sch.get(block).reads[0].buffer if spelling == "buffer" else spelling
+        sch.cache_read(block, which, "global")
+        results.append(sch.mod)
+        assert "read_buffer_index=0" in str(sch.trace)
+    for mod in results[1:]:
+        tw.ir.assert_structural_equal(mod, results[0])
+    sch = Schedule(two_stage)
+    block = sch.get_block("B")
+    check_refused(sch, lambda: sch.cache_read(block, "C", "global"), "does not read buffer 'C'")
+    sch.cache_write(block, "B", "global")  # by name among the writes

@@ -7,6 +7,7 @@ import numbers
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, overload
 
+from tilewright.ir.buffer import Buffer
 from tilewright.ir.stmt import Block
 from tilewright.schedule.dataflow import consumers_of, producers_of, scope_blocks, scope_path
 from tilewright.schedule.error import ScheduleError
@@ -18,7 +19,6 @@ from tilewright.schedule.reference import BlockRV, LoopRV
 from tilewright.schedule.tensor_intrin import TensorIntrin
 
 if TYPE_CHECKING:
-    from tilewright.ir.buffer import Buffer
     from tilewright.schedule.instruction import Ref
     from tilewright.schedule.state import ScheduleState
     from tilewright.schedule.tree import Site
@@ -30,6 +30,29 @@ def _int(primitive: str, name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ScheduleError(primitive, "argument", f"{name} {value!r} is not an integer")
     return int(value)
+
+
+def _buffer_index(primitive: str, name: str, site: Site, value: object, reads: bool) -> int:
+    """The index among the block's reads (or writes) of a buffer given as TVM accepts it:
+    the index, the buffer's name, or the ``Buffer``."""
+    if not isinstance(value, str | Buffer):
+        return _int(primitive, name, value)
+    block = site.node
+    assert isinstance(block, Block)  # a block reference's site
+    regions = block.reads if reads else block.writes
+    found = [k for k, r in enumerate(regions) if r.buffer is value or r.buffer.name == value]
+    if len(found) != 1:
+        label = value if isinstance(value, str) else value.name
+        what = "does not" if not found else "more than once"
+        raise ScheduleError(
+            primitive,
+            "buffer-index",
+            f"block {block.name!r} {what} {'read' if reads else 'write'} buffer {label!r}"
+            + ("" if not found else " (give the index)"),
+            site.func,
+            block,
+        )
+    return found[0]
 
 
 def _scope(primitive: str, value: object) -> str:
@@ -95,7 +118,7 @@ class BlockMethods:
     def cache_read(
         self,
         block: BlockArg,
-        read_buffer_index: int,
+        read_buffer_index: int | str | Buffer,
         storage_scope: str,
         consumer_blocks: Sequence[BlockArg] | None = None,
     ) -> BlockRV:
@@ -107,7 +130,7 @@ class BlockMethods:
             A_shared = sch.cache_read(block_C, read_buffer_index=0, storage_scope="shared")
         """
         target, site = self._block(block, "cache_read")
-        index = _int("cache_read", "read_buffer_index", read_buffer_index)
+        index = _buffer_index("cache_read", "read_buffer_index", site, read_buffer_index, True)
         scope = _scope("cache_read", storage_scope)
         consumers = None
         refs: list[BlockRV] | None = None
@@ -120,7 +143,9 @@ class BlockMethods:
         self._record("cache_read", (target, refs), (index, scope), (ref,))
         return ref
 
-    def cache_write(self, block: BlockArg, write_buffer_index: int, storage_scope: str) -> BlockRV:
+    def cache_write(
+        self, block: BlockArg, write_buffer_index: int | str | Buffer, storage_scope: str
+    ) -> BlockRV:
         """Make the block write its ``write_buffer_index``-th output into a copy in
         ``storage_scope``, written back by a new block right after it.
 
@@ -129,7 +154,7 @@ class BlockMethods:
             C_local = sch.cache_write(block_C, 0, "local")
         """
         target, site = self._block(block, "cache_write")
-        index = _int("cache_write", "write_buffer_index", write_buffer_index)
+        index = _buffer_index("cache_write", "write_buffer_index", site, write_buffer_index, False)
         scope = _scope("cache_write", storage_scope)
         func, name = caching.cache_write(site, index, scope)
         self._state.commit(site.func_name, func)
@@ -137,7 +162,9 @@ class BlockMethods:
         self._record("cache_write", (target,), (index, scope), (ref,))
         return ref
 
-    def set_scope(self, block: BlockArg, buffer_index: int, storage_scope: str) -> None:
+    def set_scope(
+        self, block: BlockArg, buffer_index: int | str | Buffer, storage_scope: str
+    ) -> None:
         """Set the storage scope of the block's ``buffer_index``-th written buffer.
 
         Example::
@@ -145,13 +172,13 @@ class BlockMethods:
             sch.set_scope(block_B, 0, "shared")
         """
         target, site = self._block(block, "set_scope")
-        index = _int("set_scope", "buffer_index", buffer_index)
+        index = _buffer_index("set_scope", "buffer_index", site, buffer_index, reads=False)
         scope = _scope("set_scope", storage_scope)
         self._state.commit(site.func_name, caching.set_scope(site, index, scope))
         self._record("set_scope", (target,), (index, scope))
 
     def storage_align(
-        self, block: BlockArg, buffer_index: int, axis: int, factor: int, offset: int
+        self, block: BlockArg, buffer_index: int | str | Buffer, axis: int, factor: int, offset: int
     ) -> None:
         """Ask that dimension ``axis`` of the block's ``buffer_index``-th written buffer have a
         stride of ``factor * k + offset`` (to avoid shared-memory bank conflicts).
@@ -161,7 +188,7 @@ class BlockMethods:
             sch.storage_align(A_shared, 0, axis=0, factor=32, offset=1)
         """
         target, site = self._block(block, "storage_align")
-        index = _int("storage_align", "buffer_index", buffer_index)
+        index = _buffer_index("storage_align", "buffer_index", site, buffer_index, reads=False)
         dim = _int("storage_align", "axis", axis)
         scale = _int("storage_align", "factor", factor)
         off = _int("storage_align", "offset", offset)
