@@ -79,3 +79,47 @@ def test_get_producers_and_consumers() -> None:
     assert names(sch.get_producers("row_max")) == []
     # Pure queries: the simplified trace drops them.
     assert len(sch.trace.simplified()) == 0
+
+
+@T.prim_func
+def two_in_one_loop(A: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32")):
+    B = T.alloc_buffer((8, 8))
+    for i in range(8):
+        for j in range(8):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+        for j in range(8):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+@T.prim_func
+def two_in_one_loop_blockized(A: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32")):
+    B = T.alloc_buffer((8, 8))
+    for i_0 in range(2):
+        with T.block("B_C_o"):
+            v_i_0 = T.axis.spatial(2, i_0)
+            T.reads(A[v_i_0 * 4 : v_i_0 * 4 + 4, 0:8], B[v_i_0 * 4 : v_i_0 * 4 + 4, 0:8])
+            T.writes(B[v_i_0 * 4 : v_i_0 * 4 + 4, 0:8], C[v_i_0 * 4 : v_i_0 * 4 + 4, 0:8])
+            for i_1 in range(4):
+                for j in range(8):
+                    with T.block("B"):
+                        vi = T.axis.spatial(8, v_i_0 * 4 + i_1)
+                        vj = T.axis.spatial(8, j)
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for j in range(8):
+                    with T.block("C"):
+                        vi = T.axis.spatial(8, v_i_0 * 4 + i_1)
+                        vj = T.axis.spatial(8, j)
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+def test_blockize_a_loop_holding_several_blocks() -> None:
+    sch = Schedule(two_in_one_loop)
+    i = sch.get_loops("B")[0]
+    _, i1 = sch.split(i, [2, 4])
+    outer = sch.blockize(i1)
+    assert sch.get(outer).name == "B_C_o"
+    check_schedule(sch, two_in_one_loop, two_in_one_loop_blockized)

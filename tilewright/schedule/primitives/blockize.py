@@ -9,10 +9,11 @@ from tilewright.arith.int_set import eval_set
 from tilewright.arith.linear_form import LinearForm, build, to_form
 from tilewright.arith.region import block_access_regions
 from tilewright.ir import op
+from tilewright.ir.dtype import bool_
 from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
-from tilewright.ir.functor import collect_vars
-from tilewright.ir.stmt import Block, BlockRealize, For, IterVar
+from tilewright.ir.functor import collect_vars, substitute
+from tilewright.ir.stmt import Block, BlockRealize, For, IterKind, IterVar
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.tree import Site, rebuild, update, walk
 
@@ -42,6 +43,14 @@ def blockize(site: Site, preserve_unit_iters: bool) -> tuple[PrimFunc, str]:
     """
     func = site.func
     loop = site.loop
+    k_loop = len(site.path) - 1
+    direct = [
+        p
+        for p in site.below(lambda path: isinstance(path[-1], BlockRealize))
+        if not any(isinstance(s, BlockRealize) for s in p[k_loop + 1 : -1])
+    ]
+    if len(direct) > 1:
+        return _blockize_several(site, [p[-1] for p in direct])  # type: ignore[misc]
     rpath, realize = site.only_block("blockize")
     block = realize.block
     k = next(i for i, s in enumerate(rpath) if s is loop)
@@ -118,3 +127,54 @@ def blockize(site: Site, preserve_unit_iters: bool) -> tuple[PrimFunc, str]:
     outer_block = update(outer_block, reads=reads, writes=writes)
     outer = BlockRealize(tuple(outer_values), IntImm(1, realize.predicate.dtype), outer_block)
     return site.replaced(outer), name
+
+
+def _blockize_several(site: Site, realizes: list[BlockRealize]) -> tuple[PrimFunc, str]:
+    """Wrap a loop holding several blocks into one block. Its iterators stand for the loops
+    outside that the blocks' bindings use (each bound to its loop: spatial, or a reduction
+    where it drives reductions); the loop and everything under it go inside unchanged.
+
+    Example::
+
+        for i: (B[i, j] for j), (C[i, j] for j)   ->   with T.block("B_C_o"): for i: ...
+    """
+    func = site.func
+    loop = site.loop
+    outer_loops = [s for s in site.path[:-1] if isinstance(s, For)]
+    kinds: dict[Var, set[IterKind]] = {}
+    for realize in realizes:
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+            for var in collect_vars(value):
+                kinds.setdefault(var, set()).add(iv.kind)
+        for var in collect_vars(realize.predicate):
+            kinds.setdefault(var, set()).add(IterKind.SPATIAL)
+    ivs: list[IterVar] = []
+    values: list[PrimExpr] = []
+    mapping: dict[Var, PrimExpr] = {}
+    for outer in outer_loops:
+        used = kinds.get(outer.loop_var)
+        if not used:
+            continue
+        if len(used) > 1 or not isinstance(outer.min, IntImm) or outer.min.value != 0:
+            raise ScheduleError(
+                "blockize",
+                "blockize-binding",
+                f"loop {outer.loop_var.name!r} outside {loop.loop_var.name!r} drives both "
+                "spatial and reduction iterators of the blocks (or does not start at 0)",
+                func,
+                loop,
+            )
+        var = Var(f"v_{outer.loop_var.name}", outer.loop_var.dtype)
+        ivs.append(IterVar(var, Range(outer.min, outer.extent), used.pop()))
+        values.append(outer.loop_var)
+        mapping[outer.loop_var] = var
+    names = {p[-1].name for p in walk(func.body) if isinstance(p[-1], Block)}
+    name = "_".join(r.block.name for r in realizes) + "_o"
+    if name in names:
+        raise ScheduleError("blockize", "unique-block-names", f"{name!r} exists", func, loop)
+    body = substitute(loop, mapping)
+    outer_block = Block(name, tuple(ivs), (), (), body)
+    reads, writes = block_access_regions(outer_block)
+    outer_block = update(outer_block, reads=reads, writes=writes)
+    realize = BlockRealize(tuple(values), IntImm(1, bool_), outer_block)
+    return site.replaced(realize), name
