@@ -50,6 +50,7 @@ GPU_STAGES = [
     "simplify",
     "lower_vectorized",
     "inject_thread_sync",
+    "lower_async_copy",
     "remove_no_op",
     "verify",
     "verify_gpu_code",

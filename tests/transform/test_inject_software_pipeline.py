@@ -156,14 +156,65 @@ def test_what_the_pass_refuses(stages: list[int], order: list[int] | None, match
         tw.lower(sch.mod, "c")
 
 
-def test_async_stages_and_thread_loops_are_refused() -> None:
-    sch = _staged()
+def test_thread_loops_and_stray_annotations_are_refused() -> None:
+    sch = _staged(None)
     (k, _) = sch.get_loops(sch.get_block("C"))
     sch.annotate(k, "software_pipeline_async_stages", [0])
-    with pytest.raises(SoftwarePipelineError, match="not supported yet"):
+    with pytest.raises(SoftwarePipelineError, match="without software_pipeline_stage"):
+        tw.lower(sch.mod, "c")
+    sch = _staged()
+    (k, _) = sch.get_loops(sch.get_block("C"))
+    sch.annotate(k, "software_pipeline_async_stages", [3])
+    with pytest.raises(SoftwarePipelineError, match=r"names stages \[3\] that no statement has"):
         tw.lower(sch.mod, "c")
     gpu = _gpu_matmul([0, 0, 1])
     i0 = gpu.get_loops(gpu.get_block("C"))[0]
     gpu.annotate(i0, "software_pipeline_stage", [0])
     with pytest.raises(SoftwarePipelineError, match="a thread_binding loop cannot be pipelined"):
         tw.lower(gpu.mod, "cuda")
+
+
+def _async_matmul() -> Schedule:
+    sch = _gpu_matmul([0, 0, 1])
+    k0 = next(
+        loop
+        for loop in sch.get_loops(sch.get_block("A_shared"))
+        if sch.get(loop).loop_var.name == "k_0"
+    )
+    sch.annotate(k0, "software_pipeline_async_stages", [0])
+    return sch
+
+
+def test_async_stages_become_cp_async_with_groups_waits_and_barriers() -> None:
+    source = codegen_cuda(lower_module(_async_matmul().mod, list(gpu_stages(Target("cuda")))))
+    assert source.count("cp.async.ca.shared.global") == 4  # A and B: prologue and loop
+    assert source.count("cp.async.commit_group") == 3  # prologue, loop, epilogue (empty)
+    # Before the compute of tile k: only tile k + 1's group may be in flight; before the
+    # last compute, none. Each wait is followed by one barrier.
+    loop_wait = 'asm volatile("cp.async.wait_group 1;\\n" ::: "memory");\n    __syncthreads();\n'
+    last_wait = 'asm volatile("cp.async.wait_group 0;\\n" ::: "memory");\n  __syncthreads();\n'
+    assert loop_wait in source and last_wait in source, source
+    assert "__syncthreads();\n    __syncthreads();" not in source
+    for arch in ("sm_80", "sm_90"):
+        if nvrtc_version() is None:
+            pytest.skip("NVRTC is not installed")
+        compile_cuda(source, arch, ["main_kernel"], "nvrtc")
+
+
+def test_async_stages_run_synchronously_where_there_is_no_cp_async() -> None:
+    sch = _async_matmul()
+    for target in ("opencl", "nvidia/tesla-p100"):  # no cp.async: plain copies
+        lowered = lower_module(sch.mod, list(gpu_stages(Target(target))))
+        assert "cp_async" not in lowered.script()
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal((64, 64)).astype("float32") for _ in range(2))
+    _, _, c = run_module(tw.lower(sch.mod, "opencl"), "main", a, b, np.zeros((64, 64), "float32"))
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    # On the CPU the asynchronous stages are ordinary stages.
+    cpu = _staged()
+    (k, _) = cpu.get_loops(cpu.get_block("C"))
+    cpu.annotate(k, "software_pipeline_async_stages", [0])
+    a = rng.standard_normal((8, 16)).astype("float32")
+    out = np.zeros((8, 16), "float32")
+    tw.build(cpu.mod, target="c")["main"](a, out)
+    np.testing.assert_allclose(out, a * 2 + 1, rtol=1e-6)

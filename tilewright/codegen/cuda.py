@@ -145,6 +145,24 @@ class CUDAPrinter(DevicePrinter):
         ctype = _COPY_TYPES[size.value]
         self.emit(f"*({ctype}*)({self.expr_text(dst)}) = *(const {ctype}*)({self.expr_text(src)});")
 
+    def emit_cp_async(self, call: Call) -> None:
+        dst, src, size = call.args
+        if not isinstance(size, IntImm) or size.value not in (4, 8, 16):
+            raise CodegenError(f"{self.func_name}: cp.async copies 4, 8 or 16 bytes, not {size}")
+        # 16 bytes may bypass L1 (.cg); smaller copies go through it (.ca).
+        cache = "cg" if size.value == 16 else "ca"
+        self.emit(
+            f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {size.value};\\n" :: '
+            f'"r"((unsigned)__cvta_generic_to_shared({self.expr_text(dst)})), '
+            f'"l"({self.expr_text(src)}) : "memory");'
+        )
+
+    def emit_cp_async_wait(self, call: Call) -> None:
+        (count,) = call.args
+        if not isinstance(count, IntImm):
+            raise CodegenError(f"{self.func_name}: cp.async.wait_group needs a constant count")
+        self.emit(f'asm volatile("cp.async.wait_group {count.value};\\n" ::: "memory");')
+
     def emit_shuffle_xor(self, e: Call) -> Expr:
         mask, value, lane_mask, width = (self.expr_text(a) for a in e.args)
         return Expr(f"__shfl_xor_sync({mask}, {value}, {lane_mask}, {width})")
@@ -157,6 +175,11 @@ class CUDAPrinter(DevicePrinter):
     statement_emitters: ClassVar[dict[Intrinsic, StatementEmitter]] = {
         **DevicePrinter.statement_emitters,
         intrinsics.COPY_BYTES: lambda p, e: cast(CUDAPrinter, p).emit_copy_bytes(e),
+        intrinsics.CP_ASYNC: lambda p, e: cast(CUDAPrinter, p).emit_cp_async(e),
+        intrinsics.CP_ASYNC_COMMIT: lambda p, e: p.emit(
+            'asm volatile("cp.async.commit_group;\\n" ::: "memory");'
+        ),
+        intrinsics.CP_ASYNC_WAIT: lambda p, e: cast(CUDAPrinter, p).emit_cp_async_wait(e),
     }
 
     def vector_arithmetic(self, dtype: DataType, lanes: int) -> bool:

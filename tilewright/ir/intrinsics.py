@@ -144,6 +144,28 @@ COPY_BYTES = Intrinsic(
     Effect.WRITE,
     "copy n (1, 2, 4, 8 or 16) aligned bytes from address src to dst as one transfer",
 )
+CP_ASYNC = Intrinsic(
+    "tw.cuda.cp_async",
+    3,
+    ResultType.INT32,
+    Effect.WRITE,
+    "(dst, src, bytes): start copying 4, 8 or 16 bytes from global address src to shared "
+    "address dst (cp.async); the copy is complete after a wait on its group",
+)
+CP_ASYNC_COMMIT = Intrinsic(
+    "tw.cuda.cp_async_commit_group",
+    0,
+    ResultType.INT32,
+    Effect.BARRIER,
+    "close the group of this thread's asynchronous copies started since the last commit",
+)
+CP_ASYNC_WAIT = Intrinsic(
+    "tw.cuda.cp_async_wait_group",
+    1,
+    ResultType.INT32,
+    Effect.BARRIER,
+    "(n): wait until at most n of this thread's committed copy groups are still in flight",
+)
 LAUNCH_KERNEL = Intrinsic(
     "tw.launch_kernel",
     None,
@@ -200,6 +222,9 @@ INTRINSICS: tuple[Intrinsic, ...] = (
     CTA_SYNC,
     ADDRESS_OF,
     COPY_BYTES,
+    CP_ASYNC,
+    CP_ASYNC_COMMIT,
+    CP_ASYNC_WAIT,
     LAUNCH_KERNEL,
     THREAD_ALLREDUCE,
     WARP_SHUFFLE_XOR,

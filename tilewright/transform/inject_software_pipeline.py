@@ -14,8 +14,9 @@ Semantics stay those of the loop: every statement of every iteration runs once, 
 everything it depends on. Refused, naming the loop: stage or order lists that do not match
 the body; a buffer read at an earlier stage than it is written; a buffer allocated outside
 the loop that two stages share (it cannot be multi-buffered); a non-constant extent; a
-loop bound to threads. ``software_pipeline_async_stages`` (asynchronous copies) is not
-supported yet and refused.
+loop bound to threads. ``software_pipeline_async_stages`` names stages whose copies run
+asynchronously on GPUs (``cp.async`` on CUDA sm_80+, through ``lower_async_copy``); elsewhere
+they run synchronously.
 
 Example (stages ``[0, 0, 1]``, 16 iterations)::
 
@@ -33,6 +34,7 @@ from collections.abc import Mapping, Sequence
 
 from tilewright.ir import (
     Allocate,
+    AttrStmt,
     Buffer,
     BufferLoad,
     BufferStore,
@@ -47,10 +49,12 @@ from tilewright.ir import (
     SeqStmt,
     Stmt,
     Var,
+    intrinsics,
     op,
     post_order_visit,
     substitute,
 )
+from tilewright.ir.dtype import int32
 
 STAGE = "software_pipeline_stage"
 ORDER = "software_pipeline_order"
@@ -61,21 +65,38 @@ class SoftwarePipelineError(ValueError):
     """A ``software_pipeline_*`` annotation the pass cannot honour (the message names the loop)."""
 
 
-def inject_software_pipeline(func: PrimFunc) -> PrimFunc:
+def inject_software_pipeline(func: PrimFunc, *, asynchronous: bool = False) -> PrimFunc:
     """Pipeline every loop annotated ``software_pipeline_stage`` (see the module docstring).
 
-    Run after ``compact_buffer_allocation`` (buffers still N-d, allocated where they are used).
+    With ``asynchronous`` (GPU targets), the statements of ``software_pipeline_async_stages``
+    are marked ``tw.async_scope`` (``lower_async_copy`` makes their global-to-shared copies
+    ``cp.async`` where the target has it), each step closes a copy group, and a statement
+    reading what an asynchronous stage wrote first waits for that stage's group. Without it
+    the asynchronous stages run synchronously. Run after ``compact_buffer_allocation``
+    (buffers still N-d, allocated where they are used).
     """
-    return func.with_body(_Pipeliner().visit(func.body))
+    return func.with_body(_Pipeliner(asynchronous).visit(func.body))
+
+
+ASYNC_SCOPE = "tw.async_scope"
 
 
 class _Pipeliner(Mutator):
+    def __init__(self, asynchronous: bool) -> None:
+        super().__init__()
+        self.asynchronous = asynchronous
+
     def visit_For(self, loop: For) -> Stmt:
         loop = self.generic_visit(loop)
         table = dict(loop.annotations)
         if STAGE not in table:
+            if ASYNC in table or ORDER in table:
+                raise SoftwarePipelineError(
+                    f"software pipeline of loop {loop.loop_var.name}: {ORDER} or {ASYNC} "
+                    f"without {STAGE}"
+                )
             return loop
-        return _Pipeline(loop, table).build()
+        return _Pipeline(loop, table, self.asynchronous).build()
 
 
 def _ints(loop: For, key: str, value: object) -> list[int]:
@@ -86,11 +107,9 @@ def _ints(loop: For, key: str, value: object) -> list[int]:
 
 
 class _Pipeline:
-    def __init__(self, loop: For, table: Mapping[str, object]) -> None:
+    def __init__(self, loop: For, table: Mapping[str, object], asynchronous: bool) -> None:
         self.loop = loop
         self.name = loop.loop_var.name
-        if ASYNC in table:
-            raise self.error(f"{ASYNC} (asynchronous copies) is not supported yet")
         if loop.kind not in (ForKind.SERIAL, ForKind.UNROLLED):
             raise self.error(f"a {loop.kind.value} loop cannot be pipelined")
         if not isinstance(loop.extent, IntImm):
@@ -112,7 +131,14 @@ class _Pipeline:
         self.order = _ints(loop, ORDER, table[ORDER]) if ORDER in table else list(range(count))
         if sorted(self.order) != list(range(count)):
             raise self.error(f"{ORDER} {self.order} is not an order of {count} statements")
-        self.kept = tuple((k, v) for k, v in loop.annotations if k not in (STAGE, ORDER))
+        self.kept = tuple((k, v) for k, v in loop.annotations if k not in (STAGE, ORDER, ASYNC))
+        asked = set(_ints(loop, ASYNC, table[ASYNC])) if ASYNC in table else set()
+        if asked - set(self.stages):
+            raise self.error(f"{ASYNC} names stages {sorted(asked - set(self.stages))} "
+                             f"that no statement has ({STAGE} {self.stages})")  # fmt: skip
+        self.async_stages = asked if asynchronous else set()
+        self.writes = [_accessed(s, stores=True) for s in self.stmts]
+        self.reads = [_accessed(s, stores=False) for s in self.stmts]
 
     def error(self, message: str) -> SoftwarePipelineError:
         return SoftwarePipelineError(f"software pipeline of loop {self.name}: {message}")
@@ -152,28 +178,58 @@ class _Pipeline:
     ) -> list[Stmt]:
         """The statements of pipeline step ``step`` (a constant in the prologue and epilogue,
         where statements whose iteration falls outside the loop are left out)."""
-        out = []
-        for i in self.order:
+        out: list[Stmt] = []
+        present = [
+            i
+            for i in self.order
+            if constant is None or 0 <= constant - self.stages[i] < self.extent
+        ]
+        last_async = max(
+            (n for n, i in enumerate(present) if self.stages[i] in self.async_stages), default=-1
+        )
+        committed = False
+        for n, i in enumerate(present):
             stage = self.stages[i]
-            if constant is not None and not 0 <= constant - stage < self.extent:
-                continue
             k = op.sub(step, IntImm(stage, step.dtype)) if stage else step
             iteration = op.add(self.loop.min, k) if not _is_zero(self.loop.min) else k
             # Each copy defines its own loop, let and buffer variables.
             inner = _defined(self.stmts[i])
             mapping: dict[Var, PrimExpr] = {v: Var(v.name, v.dtype) for v in inner}
             mapping[self.loop.loop_var] = iteration
-            stmt = substitute(self.stmts[i], mapping)
-            out.append(_Versioned(new, counts, k).visit(stmt))
+            stmt = _Versioned(new, counts, k).visit(substitute(self.stmts[i], mapping))
+            wait = self._in_flight(i, committed)
+            if wait is not None:
+                out.append(intrinsics.CP_ASYNC_WAIT.stmt(IntImm(wait, int32)))
+            if stage in self.async_stages:
+                stmt = AttrStmt(IntImm(stage, int32), ASYNC_SCOPE, IntImm(1, int32), stmt)
+            out.append(stmt)
+            if n == last_async:
+                out.append(intrinsics.CP_ASYNC_COMMIT.stmt())
+                committed = True
+        if self.async_stages and not committed:
+            out.append(intrinsics.CP_ASYNC_COMMIT.stmt())  # one group per step, even empty
         return out
+
+    def _in_flight(self, i: int, committed: bool) -> int | None:
+        """How many copy groups may still be in flight when statement ``i`` starts, so that
+        the groups of the asynchronous statements it reads from are complete (None: it reads
+        none). Every step commits one group; a producer ``d`` stages earlier committed its
+        group ``d`` steps ago (this step's own, when already committed, is one more)."""
+        allowed = None
+        for p, stage in enumerate(self.stages):
+            if stage not in self.async_stages or stage >= self.stages[i]:
+                continue
+            if self.writes[p] & self.reads[i]:
+                count = self.stages[i] - stage - 1 + (1 if committed else 0)
+                allowed = count if allowed is None else min(allowed, count)
+        return allowed
 
     def _versions(self) -> dict[Var, int]:
         """How many copies each buffer allocated in the body needs; refuses what the pipeline
         would reorder wrongly."""
         local = {b.data for b in self.allocs}
         position = {stmt: self.order.index(stmt) for stmt in range(len(self.stmts))}
-        writes = [_accessed(s, stores=True) for s in self.stmts]
-        reads = [_accessed(s, stores=False) for s in self.stmts]
+        writes, reads = self.writes, self.reads
         versions: dict[Var, int] = {}
         for i, written in enumerate(writes):
             for j in range(len(self.stmts)):

@@ -27,6 +27,7 @@ from tilewright.transform.inject_software_pipeline import inject_software_pipeli
 from tilewright.transform.inject_thread_sync import inject_thread_sync
 from tilewright.transform.inline_unit_loops import inline_unit_loops
 from tilewright.transform.instrument_bounds import instrument_bounds
+from tilewright.transform.lower_async_copy import lower_async_copy
 from tilewright.transform.lower_blocks import lower_blocks
 from tilewright.transform.lower_cross_thread_reduction import lower_cross_thread_reduction
 from tilewright.transform.lower_init_block import lower_init_block
@@ -199,7 +200,7 @@ def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         Stage("lower_vthread", lower_vthread),
         # Pipelined loops multi-buffer what their stages pass on: buffers placed and sized,
         # virtual threads already inside the stages (they would wrap a whole pipeline).
-        Stage("inject_software_pipeline", inject_software_pipeline),
+        Stage("inject_software_pipeline", partial(inject_software_pipeline, asynchronous=True)),
         # Strides for storage_align, once the allocations have their final shapes.
         Stage("apply_storage_align", apply_storage_align),
         Stage("flatten_buffers", flatten_buffers),
@@ -211,6 +212,8 @@ def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         Stage("simplify", simplify),
         Stage("lower_vectorized", lower_vectorized),
         Stage("inject_thread_sync", inject_thread_sync),
+        # After the barriers, placed as if the pipeline's copies were plain stores.
+        Stage("lower_async_copy", partial(lower_async_copy, target=target)),
         *([Stage("instrument_bounds", instrument_bounds)] if bounds_check else []),
         Stage("remove_no_op", remove_no_op),
         Stage("verify", verify_lowered),

@@ -1,0 +1,129 @@
+"""``tw.async_scope`` statements (a pipeline's asynchronous stages) → ``cp.async`` copies.
+
+``inject_software_pipeline`` marks the statements of asynchronous stages and places the copy
+groups' commits and waits. On CUDA targets of sm_80 and newer, this pass turns each store in
+a marked statement that copies 4, 8 or 16 bytes from global to shared memory (after
+``lower_vectorized``: a scalar or a vector of lanes) into ``cp.async``; any other store stays
+as it is (synchronous, so already complete at the wait). A thread's wait covers its own
+copies only, so a barrier follows each wait: the next stage reads what other threads copied.
+On other targets the marks, commits and waits are dropped and every copy is synchronous.
+Run after ``inject_thread_sync``, which then saw the copies as plain stores.
+
+Example::
+
+    # before (CUDA sm_90)                               # after
+    attr [tw.async_scope] A_shared[r] = A[r'] (float4)  cp_async(&A_shared[b], &A[b'], 16)
+    cp_async_commit_group()                             cp_async_commit_group()
+    cp_async_wait_group(1)                              cp_async_wait_group(1); sync_threads()
+"""
+
+from __future__ import annotations
+
+from tilewright.ir import (
+    AttrStmt,
+    BufferLoad,
+    BufferStore,
+    Evaluate,
+    IntImm,
+    Mutator,
+    PrimExpr,
+    PrimFunc,
+    Ramp,
+    SeqStmt,
+    Stmt,
+    intrinsics,
+)
+from tilewright.ir.dtype import int32
+from tilewright.target import Target
+from tilewright.transform.inject_software_pipeline import ASYNC_SCOPE
+
+
+def lower_async_copy(func: PrimFunc, target: Target | None = None) -> PrimFunc:
+    """Lower a function's asynchronous pipeline stages for ``target`` (see the module)."""
+    return func.with_body(_Lowering(supports_cp_async(target)).visit(func.body))
+
+
+def supports_cp_async(target: Target | None) -> bool:
+    """Whether ``target`` has ``cp.async``: CUDA, compute capability 8.0 or newer."""
+    if target is None or target.kind.name != "cuda":
+        return False
+    arch = target.arch or "sm_90"
+    digits = "".join(c for c in arch.removeprefix("sm_") if c.isdigit())
+    return bool(digits) and int(digits) >= 80
+
+
+class _Lowering(Mutator):
+    def __init__(self, cp_async: bool) -> None:
+        super().__init__()
+        self.cp_async = cp_async
+        self.inside = False
+
+    def visit_AttrStmt(self, stmt: AttrStmt) -> Stmt:
+        if stmt.key != ASYNC_SCOPE:
+            return self.generic_visit(stmt)
+        outer, self.inside = self.inside, True
+        body = self.visit(stmt.body)
+        self.inside = outer
+        return body
+
+    def visit_Evaluate(self, stmt: Evaluate) -> Stmt:
+        if intrinsics.CP_ASYNC_WAIT.matches(stmt):
+            if not self.cp_async:
+                return Evaluate(IntImm(0, int32))
+            return SeqStmt((stmt, intrinsics.SYNC_THREADS.stmt()))
+        if intrinsics.CP_ASYNC_COMMIT.matches(stmt) and not self.cp_async:
+            return Evaluate(IntImm(0, int32))
+        return stmt
+
+    def visit_SeqStmt(self, stmt: SeqStmt) -> Stmt:
+        items: list[Stmt] = []
+        for item in self.visit(stmt.seq):
+            parts = item.seq if isinstance(item, SeqStmt) else (item,)
+            for part in parts:
+                # The barrier after a wait makes one that follows it redundant.
+                if items and _is_sync(part) and _is_sync(items[-1]):
+                    continue
+                items.append(part)
+        return items[0] if len(items) == 1 else SeqStmt(tuple(items))
+
+    def visit_BufferStore(self, store: BufferStore) -> Stmt:
+        if not (self.inside and self.cp_async):
+            return self.generic_visit(store)
+        copy = _as_cp_async(store)
+        return copy if copy is not None else store
+
+
+def _is_sync(stmt: Stmt) -> bool:
+    return isinstance(stmt, Evaluate) and intrinsics.SYNC_THREADS.matches(stmt)
+
+
+def _as_cp_async(store: BufferStore) -> Stmt | None:
+    load = store.value
+    if not isinstance(load, BufferLoad) or len(store.indices) != 1 or len(load.indices) != 1:
+        return None
+    if not store.buffer.scope.startswith("shared") or not load.buffer.scope.startswith("global"):
+        return None
+    if load.buffer.dtype != store.buffer.dtype:
+        return None
+    dst, src = store.indices[0], load.indices[0]
+    lanes = _unit_lanes(dst)
+    if lanes is None or _unit_lanes(src) != lanes:
+        return None
+    size = lanes * store.buffer.dtype.bytes
+    if size not in (4, 8, 16):
+        return None
+    base_dst = dst.base if isinstance(dst, Ramp) else dst
+    base_src = src.base if isinstance(src, Ramp) else src
+    return intrinsics.CP_ASYNC.stmt(
+        intrinsics.ADDRESS_OF.call(BufferLoad(store.buffer, (base_dst,))),
+        intrinsics.ADDRESS_OF.call(BufferLoad(load.buffer, (base_src,))),
+        IntImm(size, int32),
+    )
+
+
+def _unit_lanes(index: PrimExpr) -> int | None:
+    """The lanes of a scalar index (1) or of a stride-1 ramp; None otherwise."""
+    if isinstance(index, Ramp):
+        stride = index.stride
+        return index.lanes if isinstance(stride, IntImm) and stride.value == 1 else None
+    return 1 if index.dtype.lanes == 1 else None
