@@ -6,9 +6,11 @@ threads (``vthread.y/x`` outside the thread loops, so a warp's shared-memory rea
 consecutive ``float4``s), the accumulators in registers (``cache_write`` "local"), the k
 tile unrolled. Variants change the tile sizes, drop the register copies of the operands, or
 store A's shared tile k-major (``transform_layout``) so that its register copies are
-``float4`` reads too. Each is checked against float64 first (max relative error 1e-3 of the
-largest output), then timed with CUDA events (median of 20 single calls); the notebook's
-``blocking_with_shared(8, 8, 16, 16, 16)`` is the baseline.
+``float4`` reads too, or double-buffer the shared tiles with ``cp.async`` (a software
+pipeline: tile k + 1 is fetched while tile k is computed). Each is checked against float64
+first (max relative error 1e-3 of the largest output), then timed with CUDA events (median
+of 20 single calls); the notebook's ``blocking_with_shared(8, 8, 16, 16, 16)`` is the
+baseline.
 
     python benchmarks/gpu_sgemm_schedules.py [name-substring ...]
 """
@@ -27,7 +29,10 @@ from tilewright.schedule import Schedule
 N = 4096
 
 
-def strided(vti=2, vtj=2, ty=8, tx=16, ii=4, jj=4, bk=16, local=True, unroll=True, kmajor=False):
+def strided(
+    vti=2, vtj=2, ty=8, tx=16, ii=4, jj=4, bk=16, local=True, unroll=True, kmajor=False,
+    pipeline=False,
+):  # fmt: skip
     """Block (vti*ty*ii) x (vtj*tx*jj), k tile ``bk``, (ty x tx) threads, each thread
     (vti*ii) x (vtj*jj) outputs in vti x vtj strided pieces."""
     sch = Schedule(matmul_module(N))
@@ -62,6 +67,9 @@ def strided(vti=2, vtj=2, ty=8, tx=16, ii=4, jj=4, bk=16, local=True, unroll=Tru
                 sch.vectorize(sch.get_loops(copy)[-1])
     if unroll:
         sch.unroll(k1)
+    if pipeline:  # fetch tile k + 1 (cp.async) while computing tile k
+        sch.annotate(k0, "software_pipeline_stage", [0, 0, 1])
+        sch.annotate(k0, "software_pipeline_async_stages", [0])
     sch.decompose_reduction(block, k0)
     return sch
 
@@ -79,6 +87,9 @@ VARIANTS = {
     "64x256 block, 8x16 per thread, k tile 16": lambda: strided(vtj=4),
     "64x128, k tile 16, A tile k-major": lambda: strided(kmajor=True),
     "64x128, k tile 32, A tile k-major": lambda: strided(bk=32, kmajor=True),
+    "64x128, k tile 16, cp.async double buffer": lambda: strided(pipeline=True),
+    "64x128, k tile 32, cp.async double buffer": lambda: strided(bk=32, pipeline=True),
+    "64x128, k tile 16, k-major A, cp.async": lambda: strided(kmajor=True, pipeline=True),
 }
 
 
