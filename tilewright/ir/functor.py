@@ -190,6 +190,33 @@ def collect_vars(tree: object) -> list[Var]:
     return list(seen)
 
 
+def bound_vars(tree: object) -> list[Var]:
+    """The variables ``tree`` binds, in first-seen order: loop, let and block iterator
+    variables, and the data of the buffers it allocates. Substituting fresh variables for
+    them gives a copy of ``tree`` that can stand beside the original.
+
+    Example: ``substitute(body, {v: Var(v.name, v.dtype) for v in bound_vars(body)})``.
+    """
+    from tilewright.ir.expr import Let
+    from tilewright.ir.stmt import Allocate, Block, For, IterVar, LetStmt
+
+    seen: dict[Var, None] = {}
+
+    def add(node: Node) -> None:
+        if isinstance(node, For):
+            seen.setdefault(node.loop_var, None)
+        elif isinstance(node, LetStmt | Let | IterVar):
+            seen.setdefault(node.var, None)
+        elif isinstance(node, Allocate):
+            seen.setdefault(node.buffer.data, None)
+        elif isinstance(node, Block):
+            for buffer in node.alloc_buffers:
+                seen.setdefault(buffer.data, None)
+
+    post_order_visit(tree, add)
+    return list(seen)
+
+
 def uses_var(tree: object, predicate: Callable[[Var], bool]) -> bool:
     """True if some variable in ``tree`` satisfies ``predicate``."""
     return any(predicate(v) for v in collect_vars(tree))

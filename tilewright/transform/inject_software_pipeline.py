@@ -41,8 +41,6 @@ from tilewright.ir import (
     For,
     ForKind,
     IntImm,
-    Let,
-    LetStmt,
     Mutator,
     PrimExpr,
     PrimFunc,
@@ -55,6 +53,7 @@ from tilewright.ir import (
     substitute,
 )
 from tilewright.ir.dtype import int32
+from tilewright.ir.functor import bound_vars
 
 STAGE = "software_pipeline_stage"
 ORDER = "software_pipeline_order"
@@ -193,7 +192,7 @@ class _Pipeline:
             k = op.sub(step, IntImm(stage, step.dtype)) if stage else step
             iteration = op.add(self.loop.min, k) if not _is_zero(self.loop.min) else k
             # Each copy defines its own loop, let and buffer variables.
-            inner = _defined(self.stmts[i])
+            inner = bound_vars(self.stmts[i])
             mapping: dict[Var, PrimExpr] = {v: Var(v.name, v.dtype) for v in inner}
             mapping[self.loop.loop_var] = iteration
             stmt = _Versioned(new, counts, k).visit(substitute(self.stmts[i], mapping))
@@ -264,22 +263,6 @@ def _accessed(stmt: Stmt, stores: bool) -> set[Var]:
             found.add(node.buffer.data)
         if not stores and isinstance(node, BufferLoad):
             found.add(node.buffer.data)
-
-    post_order_visit(stmt, visit)
-    return found
-
-
-def _defined(stmt: Stmt) -> list[Var]:
-    """The variables ``stmt`` binds: loop and let variables, the data of its allocations."""
-    found: list[Var] = []
-
-    def visit(node: object) -> None:
-        if isinstance(node, For):
-            found.append(node.loop_var)
-        elif isinstance(node, LetStmt | Let):
-            found.append(node.var)
-        elif isinstance(node, Allocate):
-            found.append(node.buffer.data)
 
     post_order_visit(stmt, visit)
     return found

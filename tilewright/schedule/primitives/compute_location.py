@@ -218,11 +218,15 @@ def _required(
         found = access_regions(other.realize, buffer, reads=reads)
         if not found:
             continue
-        start = next(i for i, s in enumerate(other.path) if s is loop)
-        inner = [s for s in other.path[start + 1 :] if isinstance(s, For)]
-        dom.update(relaxed_domain(outer, inner, buffer.scope))
+        dom.update(relaxed_domain(outer, _loops_under(other, loop), buffer.scope))
         regions.extend(found)
     return relax_region(regions, dom, ana)
+
+
+def _loops_under(other: ScopeBlock, loop: For) -> list[For]:
+    """The loops between ``loop`` and the block ``other``."""
+    start = next(i for i, s in enumerate(other.path) if s is loop)
+    return [s for s in other.path[start + 1 :] if isinstance(s, For)]
 
 
 def _offset(index: PrimExpr, iter_vars: set[Var]) -> tuple[Var, int] | None:
@@ -340,9 +344,7 @@ def _check_dense(
             continue
         points = 0
         for other in related:
-            start = next(i for i, s in enumerate(other.path) if s is loop)
-            inner = [s for s in other.path[start + 1 :] if isinstance(s, For)]
-            dom = relaxed_domain(outer, inner, buffer.scope)
+            dom = relaxed_domain(outer, _loops_under(other, loop), buffer.scope)
             for region in access_regions(other.realize, buffer, reads=False):
                 count = _points(region, dom)
                 if count is None:

@@ -29,7 +29,7 @@ from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.expr import BufferLoad, FloatImm, IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
-from tilewright.ir.functor import collect_vars, post_order_visit, substitute
+from tilewright.ir.functor import bound_vars, collect_vars, substitute
 from tilewright.ir.node import Node
 from tilewright.ir.stmt import (
     Block,
@@ -37,8 +37,6 @@ from tilewright.ir.stmt import (
     BufferStore,
     For,
     IterKind,
-    IterVar,
-    LetStmt,
     MatchBufferRegion,
     SeqStmt,
     Stmt,
@@ -92,24 +90,11 @@ def tensorize(site: Site, intrin: TensorIntrin) -> PrimFunc:
             changes["elem_offset"] = offset
         view = impl_buffer.replace(**changes)
         views.append(MatchBufferRegion(view, BufferRegion(target, tuple(region))))
-    for var in _defined(intrin.impl_root.body):
+    for var in bound_vars(intrin.impl_root.body):
         fresh.setdefault(var, Var(var.name, var.dtype))
     body = substitute(intrin.impl_root.body, fresh)
     new = update(block, body=body, match_buffers=(*block.match_buffers, *views))
     return site.replaced(new)
-
-
-def _defined(stmt: Stmt) -> list[Var]:
-    found: list[Var] = []
-
-    def visit(node: object) -> None:
-        if isinstance(node, For):
-            found.append(node.loop_var)
-        elif isinstance(node, IterVar | LetStmt):
-            found.append(node.var)
-
-    post_order_visit(stmt, visit)
-    return found
 
 
 class _Matcher:
