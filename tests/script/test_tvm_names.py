@@ -54,3 +54,37 @@ def test_all_any_and_boolean() -> None:
     with pytest.raises(ValueError, match="at least one condition"):
         tw.tir.any()
     assert str(T.boolean(True).dtype) == "bool" and T.boolean is T.bool
+
+
+@T.prim_func(check_well_formed=False)
+def more_names(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32"),
+               M: T.Buffer((8,), "int32")):  # fmt: skip
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = T.acosh(A[vi] + T.float32(1)) + T.asinh(A[vi]) + T.atanh(A[vi] * T.float32(0.5))
+            M[vi] = T.Select(
+                T.And(T.Not(T.isnan(A[vi])), T.Or(T.isfinite(A[vi]), T.isinf(A[vi]))),
+                T.bitwise_xor(T.shift_left(vi, 2), T.bitwise_and(vi, 3)) + T.ceildiv(vi, 3),
+                -1,
+            )
+
+
+def test_more_tvm_script_names_parse_print_and_run() -> None:
+    assert_structural_equal(tw.script.from_source(more_names.script()), more_names)
+    a = np.random.default_rng(1).uniform(0.1, 0.9, 8).astype("float32")
+    b = np.zeros(8, "float32")
+    m = np.zeros(8, "int32")
+    tw.build(more_names, target="c")["main"](a, b, m)
+    want = np.arccosh(a + 1) + np.arcsinh(a) + np.arctanh(a * 0.5)
+    np.testing.assert_allclose(b, want, rtol=1e-5)
+    i = np.arange(8)
+    np.testing.assert_array_equal(m, ((i << 2) ^ (i & 3)) + (i + 2) // 3)
+
+
+def test_math_calls_take_tvm_dtype_keyword_and_lower_case_vector_names() -> None:
+    x = tw.ir.Var("x", tw.ir.dtype("float16"))
+    assert str(T.sqrt(x, dtype="float32").dtype) == "float32"  # cast first, as asked
+    assert str(T.exp(x, dtype="float16").dtype) == "float16"
+    assert str(T.ramp(0, 1, 4).dtype) == "int32x4"
+    assert str(T.broadcast(T.float32(1), 4).dtype) == "float32x4"

@@ -164,8 +164,8 @@ class CLikePrinter:
     math_templates: ClassVar[dict[str, tuple[str, str]]] = {
         **{name: (name + "f({0})", name + "({0})") for name in (
             "exp", "exp2", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
-            "sinh", "cosh", "tanh", "asin", "acos", "atan", "erf", "floor", "ceil", "trunc",
-            "nearbyint")},
+            "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf",
+            "floor", "ceil", "trunc", "nearbyint")},
         **{name: (name + "f({0}, {1})", name + "({0}, {1})") for name in (
             "pow", "atan2", "fmod", "hypot", "copysign")},
         "exp10": ("powf(10.0f, {0})", "pow(10.0, {0})"),

@@ -33,8 +33,8 @@ _TYPES = {
 }
 _UNARY = (
     "exp", "exp2", "exp10", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan",
-    "sinh", "cosh", "tanh", "asin", "acos", "atan", "floor", "ceil", "trunc", "fabs", "isnan",
-    "isinf", "isfinite",
+    "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "floor", "ceil",
+    "trunc", "fabs", "isnan", "isinf", "isfinite",
 )  # fmt: skip
 _BINARY = ("pow", "atan2", "fmod", "copysign")
 

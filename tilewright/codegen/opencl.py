@@ -31,8 +31,8 @@ _TYPES = {
 }
 _UNARY = (
     "exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos",
-    "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "erf", "floor", "ceil", "trunc",
-    "fabs", "isnan", "isinf", "isfinite",
+    "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf",
+    "floor", "ceil", "trunc", "fabs", "isnan", "isinf", "isfinite",
 )  # fmt: skip
 _BINARY = ("pow", "atan2", "fmod", "hypot", "copysign")
 

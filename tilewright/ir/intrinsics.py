@@ -108,7 +108,8 @@ def _math(name: str, arity: int) -> Intrinsic:
 # Math intrinsics taking and returning one floating-point value (integers are promoted).
 UNARY_MATH = (
     "exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos",
-    "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "sigmoid", "erf", "floor", "ceil",
+    "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
+    "sigmoid", "erf", "floor", "ceil",
     "round", "trunc", "nearbyint", "abs", "fabs",
 )  # fmt: skip
 BINARY_MATH = ("pow", "atan2", "fmod", "hypot", "copysign")

@@ -44,12 +44,11 @@ def lower_async_copy(func: PrimFunc, target: Target | None = None) -> PrimFunc:
 
 
 def supports_cp_async(target: Target | None) -> bool:
-    """Whether ``target`` has ``cp.async``: CUDA, compute capability 8.0 or newer."""
-    if target is None or target.kind.name != "cuda":
-        return False
-    arch = target.arch or "sm_90"
+    """Whether ``target`` has ``cp.async``: an NVIDIA architecture ``sm_80`` or newer (other
+    kinds name no ``sm_`` architecture)."""
+    arch = target.arch if target is not None else ""
     digits = "".join(c for c in arch.removeprefix("sm_") if c.isdigit())
-    return bool(digits) and int(digits) >= 80
+    return arch.startswith("sm_") and bool(digits) and int(digits) >= 80
 
 
 class _Lowering(Mutator):

@@ -19,12 +19,19 @@ from tilewright.script.parser.errors import ParseError, SourceMap
 from tilewright.script.parser.parser import Parser
 
 
-def prim_func(func: Callable[..., Any] | None = None, *, private: bool = False) -> Any:
+def prim_func(
+    func: Callable[..., Any] | None = None,
+    *,
+    private: bool = False,
+    check_well_formed: bool = True,
+) -> Any:
     """Parse a Python function written in script syntax into a ``PrimFunc``.
 
     Args:
         func: the decorated function; its source is read with ``inspect``.
         private: accepted for compatibility with TVM's spelling; no effect.
+        check_well_formed: accepted for compatibility with TVM's spelling; the parser
+            checks what it parses either way.
 
     Example::
 

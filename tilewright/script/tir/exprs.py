@@ -15,22 +15,80 @@ from tilewright.script.parser.frames import AttrFrame, LetFrame
 from tilewright.script.tir import arguments as args
 
 
-def _unary(name: str) -> Callable[[object], PrimExpr]:
-    def call(x: object) -> PrimExpr:
-        return op.math_call(name, args.expr(x, f"T.{name}"))
+def _typed(value: PrimExpr, dtype: object, where: str) -> PrimExpr:
+    """``value`` as TVM's ``dtype=`` of a math call asks: cast when it differs."""
+    if dtype is None:
+        return value
+    wanted = args.dtype_of(dtype, where)
+    return value if value.dtype == wanted else op.cast(value, wanted)
+
+
+def _unary(name: str) -> Callable[..., PrimExpr]:
+    def call(x: object, dtype: object = None) -> PrimExpr:
+        where = f"T.{name}"
+        return op.math_call(name, _typed(args.expr(x, where), dtype, where))
 
     call.__name__ = call.__qualname__ = name
-    call.__doc__ = f"``T.{name}(x)``: the {name} intrinsic (integers promote to float32)."
+    call.__doc__ = (
+        f"``T.{name}(x)``: the {name} intrinsic (integers promote to float32; ``dtype=`` "
+        "gives the result's dtype, as TVM's printer writes it)."
+    )
     return call
 
 
-def _binary(name: str) -> Callable[[object, object], PrimExpr]:
-    def call(x: object, y: object) -> PrimExpr:
-        return op.math_call(name, args.expr(x, f"T.{name}"), args.expr(y, f"T.{name}"))
+def _binary(name: str) -> Callable[..., PrimExpr]:
+    def call(x: object, y: object, dtype: object = None) -> PrimExpr:
+        where = f"T.{name}"
+        a = _typed(args.expr(x, where), dtype, where)
+        b = _typed(args.expr(y, where), dtype, where)
+        return op.math_call(name, a, b)
 
     call.__name__ = call.__qualname__ = name
-    call.__doc__ = f"``T.{name}(x, y)``: the {name} intrinsic."
+    call.__doc__ = f"``T.{name}(x, y)``: the {name} intrinsic (``dtype=``: the result's)."
     return call
+
+
+def _intrinsic(intrinsic: intrinsics.Intrinsic, doc: str) -> Callable[..., PrimExpr]:
+    name = intrinsic.name
+
+    def call(*values: object) -> PrimExpr:
+        return intrinsic.call(*(args.expr(v, f"T.{name}") for v in values))
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = doc
+    return call
+
+
+isnan = _intrinsic(intrinsics.lookup("isnan"), "``T.isnan(x)``: whether x is NaN.")
+isinf = _intrinsic(intrinsics.lookup("isinf"), "``T.isinf(x)``: whether x is infinite.")
+isfinite = _intrinsic(intrinsics.lookup("isfinite"), "``T.isfinite(x)``: neither.")
+bitwise_and = _intrinsic(intrinsics.BITWISE_AND, "``T.bitwise_and(a, b)``: ``a & b``.")
+bitwise_or = _intrinsic(intrinsics.BITWISE_OR, "``T.bitwise_or(a, b)``: ``a | b``.")
+bitwise_xor = _intrinsic(intrinsics.BITWISE_XOR, "``T.bitwise_xor(a, b)``: ``a ^ b``.")
+bitwise_not = _intrinsic(intrinsics.BITWISE_NOT, "``T.bitwise_not(a)``: ``~a``.")
+shift_left = _intrinsic(intrinsics.SHIFT_LEFT, "``T.shift_left(a, b)``: ``a << b``.")
+shift_right = _intrinsic(intrinsics.SHIFT_RIGHT, "``T.shift_right(a, b)``: ``a >> b``.")
+
+
+def ceildiv(a: object, b: object) -> PrimExpr:
+    """``T.ceildiv(a, b)``: ``(a + b - 1) // b`` for integers (TVM's name)."""
+    x, y = args.expr(a, "T.ceildiv"), args.expr(b, "T.ceildiv")
+    return op.floordiv(op.sub(op.add(x, y), 1), y)
+
+
+def Not(a: object) -> PrimExpr:
+    """``T.Not(c)``: logical not."""
+    return op.logical_not(args.expr(a, "T.Not"))
+
+
+def And(a: object, b: object) -> PrimExpr:
+    """``T.And(a, b)``: logical and."""
+    return op.logical_and(args.expr(a, "T.And"), args.expr(b, "T.And"))
+
+
+def Or(a: object, b: object) -> PrimExpr:
+    """``T.Or(a, b)``: logical or."""
+    return op.logical_or(args.expr(a, "T.Or"), args.expr(b, "T.Or"))
 
 
 exp = _unary("exp")
@@ -49,6 +107,9 @@ sinh = _unary("sinh")
 cosh = _unary("cosh")
 tanh = _unary("tanh")
 asin = _unary("asin")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
 acos = _unary("acos")
 atan = _unary("atan")
 sigmoid = _unary("sigmoid")
@@ -123,11 +184,21 @@ def Cast(dtype: object, value: object) -> PrimExpr:
     return x if x.dtype == target else ir.Cast(target, x)
 
 
+def ramp(base: object, stride: object, lanes: object) -> PrimExpr:
+    """``T.ramp(base, stride, lanes)``: TVM's lower-case spelling of ``T.Ramp``."""
+    return Ramp(base, stride, lanes)
+
+
 def Ramp(base: object, stride: object, lanes: object) -> PrimExpr:
     """``T.Ramp(base, stride, lanes)``: the vector ``base + k * stride`` for each lane k."""
     b = args.int_expr(base, "T.Ramp")
     s = op.convert(args.int_expr(stride, "T.Ramp"), b.dtype)
     return ir.Ramp(b, op.cast(s, b.dtype), args.int_value(lanes, "T.Ramp lanes"))
+
+
+def broadcast(value: object, lanes: object) -> PrimExpr:
+    """``T.broadcast(x, lanes)``: TVM's lower-case spelling of ``T.Broadcast``."""
+    return Broadcast(value, lanes)
 
 
 def Broadcast(value: object, lanes: object) -> PrimExpr:
