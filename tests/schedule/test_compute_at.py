@@ -7,6 +7,8 @@ from __future__ import annotations
 from schedule_checks import check_refused, check_schedule
 from schedule_corpus import softmax, two_stage, two_writers
 
+import tilewright as tw
+from tilewright.schedule import Trace
 from tilewright.script import tir as T
 from tilewright.tir import Schedule
 
@@ -279,3 +281,111 @@ def test_thread_axes_are_relaxed_by_storage_scope() -> None:
     whole = _cached_under_threads("global").mod.script()
     assert "for ax0 in range(61):" in whole
     assert "v0 = T.axis.spatial(64, i_2 + ax0)" in whole
+
+
+@T.prim_func
+def side_by_side(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"),
+                 D: T.Buffer((8,), "float32")):  # fmt: skip
+    B = T.alloc_buffer((8,))
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("X"):
+            vi = T.axis.spatial(8, i)
+            D[vi] = A[vi] * T.float32(3)
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + T.float32(1)
+
+
+@T.prim_func
+def side_by_side_first(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"),
+                       D: T.Buffer((8,), "float32")):  # fmt: skip
+    B = T.alloc_buffer((8,))
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+        with T.block("X"):
+            vi = T.axis.spatial(8, i)
+            D[vi] = A[vi] * T.float32(3)
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + T.float32(1)
+
+
+def test_compute_at_index_picks_the_insertion_point() -> None:
+    sch = Schedule(side_by_side)
+    i = sch.get_loops("C")[0]
+    sch.compute_at("B", i, index=-2)  # the first legal point: before X
+    check_schedule(sch, side_by_side, side_by_side_first)
+    assert "index=-2" in str(sch.trace)
+    default = Schedule(side_by_side)
+    default.compute_at("B", default.get_loops("C")[0])
+    last = Schedule(side_by_side)
+    last.compute_at("B", last.get_loops("C")[0], index=-1)
+    tw.ir.assert_structural_equal(default.mod, last.mod)  # before C: the last legal point
+    assert "index" not in str(default.trace)  # the default is left out of printed traces
+    explicit = Schedule(side_by_side)
+    explicit.compute_at("B", explicit.get_loops("C")[0], index=0)
+    tw.ir.assert_structural_equal(explicit.mod, sch.mod)
+    bad = Schedule(side_by_side)
+    loop = bad.get_loops("C")[0]
+    check_refused(bad, lambda: bad.compute_at("B", loop, index=2), "index 2 is not a legal")
+
+
+def test_traces_written_before_index_existed_still_load() -> None:
+    sch = Schedule(side_by_side)
+    sch.compute_at("B", sch.get_loops("C")[0], preserve_unit_loops=False)
+    old = sch.trace.as_json()
+    for inst in old[0]:
+        if inst[0] == "compute_at":
+            del inst[2][1]  # the index attribute, as older traces lack it
+    replayed = Schedule(side_by_side)
+    Trace.from_json(old).apply_to_schedule(replayed)
+    tw.ir.assert_structural_equal(replayed.mod, sch.mod)
+
+
+@T.prim_func
+def producer_then_other(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"),
+                        D: T.Buffer((8,), "float32")):  # fmt: skip
+    B = T.alloc_buffer((8,))
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+        with T.block("X"):
+            vi = T.axis.spatial(8, i)
+            D[vi] = A[vi] * T.float32(3)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + T.float32(1)
+
+
+@T.prim_func
+def producer_then_other_last(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"),
+                             D: T.Buffer((8,), "float32")):  # fmt: skip
+    B = T.alloc_buffer((8,))
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+        with T.block("X"):
+            vi = T.axis.spatial(8, i)
+            D[vi] = A[vi] * T.float32(3)
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + T.float32(1)
+
+
+def test_reverse_compute_at_index_minus_one_is_the_last_legal_point() -> None:
+    sch = Schedule(producer_then_other)
+    sch.reverse_compute_at("C", sch.get_loops("B")[0], index=-1)  # TVM's default
+    check_schedule(sch, producer_then_other, producer_then_other_last)
+    first = Schedule(producer_then_other)
+    first.reverse_compute_at("C", first.get_loops("B")[0])  # ours: right after B
+    body = first.get(first.get_loops("B")[0]).body
+    assert [item.block.name for item in body.seq] == ["B", "C", "X"]

@@ -233,41 +233,58 @@ class BlockMethods:
         )
 
     # ---- compute location ----------------------------------------------------------------
-    def compute_at(self, block: BlockArg, loop: LoopRV, preserve_unit_loops: bool = False) -> None:
+    def compute_at(
+        self,
+        block: BlockArg,
+        loop: LoopRV,
+        preserve_unit_loops: bool = False,
+        index: int | None = None,
+    ) -> None:
         """Move a producer block under ``loop``, before its first consumer there, computing
-        per iteration the region its consumers under the loop read.
+        per iteration the region its consumers under the loop read. ``index`` (TVM's): the
+        position among the loop body's statements, ``-1`` the last legal one (the default
+        here), ``-2`` the first.
 
         Example::
 
             sch.compute_at(A_shared, i1)   # for ax0 in range(130): A_shared[...] = A[...]
         """
-        if self._state.mark_of(loop) is not None:
-            self._at_mark("compute_at", block, loop, preserve_unit_loops)
-            return
-        target, site = self._block(block, "compute_at")
-        loop_site = self._state.loop_site(loop, "compute_at")
-        func = compute_location.compute_at(site, loop_site, bool(preserve_unit_loops))
-        self._state.commit(site.func_name, func)
-        self._record("compute_at", (target, loop), (bool(preserve_unit_loops),))
+        self._move_at("compute_at", block, loop, preserve_unit_loops, index)
 
     def reverse_compute_at(
-        self, block: BlockArg, loop: LoopRV, preserve_unit_loops: bool = False
+        self,
+        block: BlockArg,
+        loop: LoopRV,
+        preserve_unit_loops: bool = False,
+        index: int | None = None,
     ) -> None:
-        """Move a consumer block under ``loop``, after its last producer there, computing per
-        iteration the region its producers under the loop wrote.
+        """Move a consumer block under ``loop``, after its last producer there (the first
+        legal position; ``index=-1``, TVM's default, takes the last, ``-2`` the first, ``k``
+        the k-th), computing per iteration the region its producers under the loop wrote.
 
         Example::
 
             sch.reverse_compute_at(C_local, j1)
         """
+        self._move_at("reverse_compute_at", block, loop, preserve_unit_loops, index)
+
+    def _move_at(
+        self, primitive: str, block: BlockArg, loop: LoopRV, preserve: bool, index: int | None
+    ) -> None:
+        position = None if index is None else _int(primitive, "index", index)
         if self._state.mark_of(loop) is not None:
-            self._at_mark("reverse_compute_at", block, loop, preserve_unit_loops)
+            self._at_mark(primitive, block, loop, preserve)
             return
-        target, site = self._block(block, "reverse_compute_at")
-        loop_site = self._state.loop_site(loop, "reverse_compute_at")
-        func = compute_location.reverse_compute_at(site, loop_site, bool(preserve_unit_loops))
+        target, site = self._block(block, primitive)
+        loop_site = self._state.loop_site(loop, primitive)
+        move = (
+            compute_location.compute_at
+            if primitive == "compute_at"
+            else compute_location.reverse_compute_at
+        )
+        func = move(site, loop_site, bool(preserve), position)
         self._state.commit(site.func_name, func)
-        self._record("reverse_compute_at", (target, loop), (bool(preserve_unit_loops),))
+        self._record(primitive, (target, loop), (bool(preserve), position))
 
     def _at_mark(self, primitive: str, block: BlockArg, mark: LoopRV, preserve: bool) -> None:
         """``compute_at`` to a sampled location that is no loop: ``root`` leaves the block
@@ -279,7 +296,7 @@ class BlockMethods:
             else:
                 func = inline.reverse_compute_inline(site)
             self._state.commit(site.func_name, func)
-        self._record(primitive, (target, mark), (bool(preserve),))
+        self._record(primitive, (target, mark), (bool(preserve), None))
 
     # ---- inlining ------------------------------------------------------------------------
     def compute_inline(self, block: BlockArg) -> None:

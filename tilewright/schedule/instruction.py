@@ -21,6 +21,8 @@ class InstructionKind:
         outputs: ``"one"``, ``"many"`` (a list) or ``"none"``.
         pure: a query that changes nothing (dropped when its outputs are unused).
         sampling: draws a random decision, which the trace records.
+        defaults: values of trailing attrs added after traces were first written (a JSON
+            trace without them gets these; printed traces leave out attrs at their default).
     """
 
     name: str
@@ -29,6 +31,7 @@ class InstructionKind:
     outputs: str = "none"
     pure: bool = False
     sampling: bool = False
+    defaults: tuple[tuple[str, object], ...] = ()
 
 
 # Every instruction kind, by the name traces use (the Schedule method's name).
@@ -69,8 +72,18 @@ KINDS: dict[str, InstructionKind] = {
             ("block",),
             ("buffer", "index_map", "pad_value", "assume_injective_transform"),
         ),
-        InstructionKind("compute_at", ("block", "loop"), ("preserve_unit_loops",)),
-        InstructionKind("reverse_compute_at", ("block", "loop"), ("preserve_unit_loops",)),
+        InstructionKind(
+            "compute_at",
+            ("block", "loop"),
+            ("preserve_unit_loops", "index"),
+            defaults=(("index", None),),
+        ),
+        InstructionKind(
+            "reverse_compute_at",
+            ("block", "loop"),
+            ("preserve_unit_loops", "index"),
+            defaults=(("index", None),),
+        ),
         InstructionKind("compute_inline", ("block",)),
         InstructionKind("reverse_compute_inline", ("block",)),
         InstructionKind("decompose_reduction", ("block", "loop"), (), "one"),

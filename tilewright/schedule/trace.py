@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tilewright.ir.expr import FloatImm, IntImm, PrimExpr
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.index_map import IndexMap
-from tilewright.schedule.instruction import Instruction, Ref
+from tilewright.schedule.instruction import KINDS, Instruction, Ref
 from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
 
 if TYPE_CHECKING:
@@ -123,6 +123,12 @@ class Trace:
         insts = []
         for k, (kind, inputs, attrs, outputs) in enumerate(insts_json):
             values = tuple(_decode(v, refs) for v in inputs)
+            spec = KINDS.get(kind)
+            if spec is not None and len(attrs) < len(spec.attrs):
+                defaults = dict(spec.defaults)
+                missing = spec.attrs[len(attrs) :]
+                if all(name in defaults for name in missing):
+                    attrs = [*attrs, *(defaults[name] for name in missing)]
             outs = []
             for name in outputs:
                 refs[name] = _BY_PREFIX[name[0]]()
@@ -231,7 +237,12 @@ def _python_line(inst: Instruction, names: dict[Ref, str]) -> str:
             parts.extend(_python_value(v, names) for v in _items(value))
         else:
             parts.append(f"{param}={_python_value(value, names)}")
-    parts += [f"{p}={_python_value(v, names)}" for p, v in zip(spec.attrs, inst.attrs)]
+    defaults = dict(spec.defaults)
+    parts += [
+        f"{p}={_python_value(v, names)}"
+        for p, v in zip(spec.attrs, inst.attrs)
+        if not (p in defaults and v == defaults[p])
+    ]
     if inst.decision is not None:
         parts.append(f"decision={_python_value(inst.decision, names)}")
     call = f"sch.{spec.name}({', '.join(parts)})"

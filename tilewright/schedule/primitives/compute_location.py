@@ -30,7 +30,9 @@ from tilewright.schedule.region import access_regions, clip, relax_region, relax
 from tilewright.schedule.tree import Site, update
 
 
-def compute_at(block_site: Site, loop_site: Site, preserve_unit_loops: bool) -> PrimFunc:
+def compute_at(
+    block_site: Site, loop_site: Site, preserve_unit_loops: bool, index: int | None = None
+) -> PrimFunc:
     """Move the producer block to the start of ``loop``'s body (before its first consumer),
     computing per iteration the region its consumers under the loop read.
 
@@ -38,10 +40,12 @@ def compute_at(block_site: Site, loop_site: Site, preserve_unit_loops: bool) -> 
 
         A_shared block at the root, C under i_1  ->  for ax0 in range(130): A_shared ... C
     """
-    return _move("compute_at", block_site, loop_site, preserve_unit_loops, reverse=False)
+    return _move("compute_at", block_site, loop_site, preserve_unit_loops, False, index)
 
 
-def reverse_compute_at(block_site: Site, loop_site: Site, preserve_unit_loops: bool) -> PrimFunc:
+def reverse_compute_at(
+    block_site: Site, loop_site: Site, preserve_unit_loops: bool, index: int | None = None
+) -> PrimFunc:
     """Move the consumer block to the end of ``loop``'s body (after its last producer),
     computing per iteration the region its producers under the loop wrote.
 
@@ -49,11 +53,16 @@ def reverse_compute_at(block_site: Site, loop_site: Site, preserve_unit_loops: b
 
         C_local copy after the matmul nest  ->  for ax0, ax1 in T.grid(8, 8): C_local ...
     """
-    return _move("reverse_compute_at", block_site, loop_site, preserve_unit_loops, reverse=True)
+    return _move("reverse_compute_at", block_site, loop_site, preserve_unit_loops, True, index)
 
 
 def _move(
-    primitive: str, block_site: Site, loop_site: Site, preserve: bool, reverse: bool
+    primitive: str,
+    block_site: Site,
+    loop_site: Site,
+    preserve: bool,
+    reverse: bool,
+    position: int | None = None,
 ) -> PrimFunc:
     func = block_site.func
     block = block_site.node
@@ -128,6 +137,10 @@ def _move(
     items = body_items(loop)
     holding = [i for i, item in enumerate(items) if any(contains(item, o.realize) for o in related)]
     index = holding[-1] + 1 if reverse else holding[0]
+    if position is not None:
+        index = _position(
+            primitive, block_site, blocks, block, loop, items, holding, reverse, position
+        )
     _check_flow(primitive, block_site, blocks, block, loop, items, index, reverse)
 
     outer = [*loop_site.enclosing_loops(), loop]
@@ -144,6 +157,41 @@ def _move(
     body = remove(moved.body, realize)
     assert body is not None
     return moved.with_body(body)
+
+
+def _position(
+    primitive: str,
+    site: Site,
+    blocks: list[ScopeBlock],
+    block: Block,
+    loop: For,
+    items: list[Stmt],
+    holding: list[int],
+    reverse: bool,
+    position: int,
+) -> int:
+    """TVM's ``index``: -1 the last legal insertion point among the loop body's statements,
+    -2 the first, k >= 0 the k-th (refused unless legal)."""
+    candidates = range(holding[-1] + 1, len(items) + 1) if reverse else range(0, holding[0] + 1)
+    legal = []
+    for k in candidates:
+        try:
+            _check_flow(primitive, site, blocks, block, loop, items, k, reverse)
+        except ScheduleError:
+            continue
+        legal.append(k)
+    if position in (-1, -2) and legal:
+        return legal[-1] if position == -1 else legal[0]
+    if position in legal:
+        return position
+    raise ScheduleError(
+        primitive,
+        "location",
+        f"index {position} is not a legal place for block {block.name!r} among the "
+        f"{len(items)} statements of loop {loop.loop_var.name!r} (legal: {legal}, or -1 / -2)",
+        site.func,
+        loop,
+    )
 
 
 def _check_flow(
