@@ -116,3 +116,45 @@ def test_what_tensorize_refuses() -> None:
         sch.tensorize(outer, "test.nothing")
     with pytest.raises(ValueError, match="already registered"):
         TensorIntrin.register("test.dot4", dot4_desc, dot4_impl)
+
+
+DOT4_PTR_C = """
+static int dot4p(float* c, const float* a, const float* b) {
+  for (int k = 0; k < 4; ++k) c[0] += a[k] * b[k];
+  return 0;
+}
+"""
+
+
+@T.prim_func
+def dot4_ptr_impl(a: T.handle, b: T.handle, c: T.handle):
+    A = T.match_buffer(a, (4,), "float32", offset_factor=1)
+    B = T.match_buffer(b, (4,), "float32", offset_factor=1)
+    C = T.match_buffer(c, (1,), "float32", offset_factor=1)
+    with T.block("root"):
+        T.reads(C[0], A[0:4], B[0:4])
+        T.writes(C[0])
+        T.evaluate(
+            T.call_extern("int32", "dot4p", C.access_ptr("rw"), A.access_ptr("r"),
+                          B.access_ptr("r"))
+        )  # fmt: skip
+
+
+def test_an_implementation_may_pass_access_pointers() -> None:
+    TensorIntrin.register("test.dot4_ptr", dot4_desc, dot4_ptr_impl, override=True)
+    sch = Schedule(matvec)
+    block = sch.get_block("C")
+    i, k = sch.get_loops(block)
+    k0, k1 = sch.split(k, [None, 4])
+    sch.decompose_reduction(block, k0)
+    sch.tensorize(k1, "test.dot4_ptr")
+    sch.annotate(i, "pragma_import_c", DOT4_PTR_C)
+    tw.ir.assert_structural_equal(tw.script.from_source(sch.mod.script()), sch.mod)
+    rt = tw.build(sch.mod, target="c")
+    assert "dot4p((C + i), (A + i * 16 + k_0 * 4), (B + k_0 * 4));" in rt.get_source()
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((16, 16)).astype("float32")
+    b = rng.standard_normal(16).astype("float32")
+    c = np.zeros(16, "float32")
+    rt["main"](a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)

@@ -184,6 +184,9 @@ class CLikePrinter:
         intrinsics.IF_THEN_ELSE: lambda p, e: p.ternary(*e.args),
         intrinsics.LIKELY: lambda p, e: p.expr(e.args[0]),
         intrinsics.CALL_EXTERN: lambda p, e: p.call_extern(e),
+        intrinsics.ACCESS_PTR: lambda p, e: Expr(
+            f"({p.expr_text(e.args[0])} + {p.operand(e.args[1], PREC_ADD)})", PREC_ATOM
+        ),
         intrinsics.BITWISE_NOT: lambda p, e: Expr(
             f"~{p.operand(e.args[0], PREC_UNARY)}", PREC_UNARY),
         intrinsics.BITWISE_AND: _infix("&", 8),

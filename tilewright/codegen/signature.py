@@ -207,6 +207,10 @@ def _written_data(func: PrimFunc) -> set[Var]:
             written.add(node.buffer.data)
         if isinstance(node, Call) and intrinsics.CALL_EXTERN.matches(node):
             written.update(a for a in node.args if isinstance(a, Var) and a.dtype.is_handle)
+        if isinstance(node, Call) and intrinsics.ACCESS_PTR.matches(node):
+            data, mask = node.args[0], node.args[3]
+            if isinstance(data, Var) and not (isinstance(mask, IntImm) and mask.value & 2 == 0):
+                written.add(data)
 
     post_order_visit(func.body, visit)
     return written

@@ -53,6 +53,34 @@ class Buffer(Node):
     def load(self, indices: Sequence[PrimExpr | int]) -> BufferLoad:
         return BufferLoad(self, tuple(convert(i) for i in indices))
 
+    def access_ptr(
+        self,
+        access_mask: str | int = "rw",
+        ptr_type: str = "handle",
+        content_lanes: int = 1,
+        offset: PrimExpr | int = 0,
+    ) -> PrimExpr:
+        """The address of the buffer's first element (plus ``offset`` elements), as TVM's
+        ``Buffer.access_ptr``: for handing the buffer to an external function
+        (``T.call_extern(..., A.access_ptr("r"))``). ``access_mask`` ("r", "w", "rw" or
+        1 | 2) says how the callee uses it.
+
+        Example: ``B.access_ptr("w", offset=4)`` is the address of ``B``'s element 4.
+        """
+        from tilewright.ir import intrinsics
+
+        mask = access_mask if isinstance(access_mask, int) else (
+            (1 if "r" in access_mask else 0) | (2 if "w" in access_mask else 0)
+        )  # fmt: skip
+        if mask not in (1, 2, 3) or content_lanes < 1:
+            raise ValueError(f"access_ptr: access mask {access_mask!r} is not r, w or rw")
+        first = convert(self.elem_offset)
+        start = first if isinstance(offset, int) and offset == 0 else first + convert(offset)
+        extent = convert(1)
+        for dim in self.shape:
+            extent = extent * dim
+        return intrinsics.ACCESS_PTR.call(self.data, start, extent, convert(mask), dtype=None)
+
     def with_shape(self, shape: Sequence[PrimExpr | int]) -> Buffer:
         return self.replace(shape=tuple(convert(s) for s in shape))
 

@@ -145,6 +145,13 @@ COPY_BYTES = Intrinsic(
     Effect.WRITE,
     "copy n (1, 2, 4, 8 or 16) aligned bytes from address src to dst as one transfer",
 )
+ACCESS_PTR = Intrinsic(
+    "tvm_access_ptr",
+    4,
+    ResultType.HANDLE,
+    doc="(data, offset, extent, mask): the address of element offset of the storage data, "
+    "handed to a callee that reads (mask 1), writes (2) or both (3) extent elements",
+)
 CP_ASYNC = Intrinsic(
     "tw.cuda.cp_async",
     3,
@@ -223,6 +230,7 @@ INTRINSICS: tuple[Intrinsic, ...] = (
     CTA_SYNC,
     ADDRESS_OF,
     COPY_BYTES,
+    ACCESS_PTR,
     CP_ASYNC,
     CP_ASYNC_COMMIT,
     CP_ASYNC_WAIT,
