@@ -77,6 +77,8 @@ def test_get_producers_and_consumers() -> None:
     assert names(sch.get_consumers("exp")) == ["row_sum", "norm"]
     assert names(sch.get_consumers("norm")) == []
     assert names(sch.get_producers("row_max")) == []
+    # The blocks writing what the root block does not allocate: the function's output.
+    assert names(sch.get_output_blocks("root")) == ["norm"]
     # Pure queries: the simplified trace drops them.
     assert len(sch.trace.simplified()) == 0
 

@@ -114,6 +114,25 @@ class BlockMethods:
         self._record("get_consumers", (target,), (), refs)
         return refs
 
+    def get_output_blocks(self, scope_block: BlockArg) -> list[BlockRV]:
+        """The blocks directly in ``scope_block``'s scope that write a buffer the scope does
+        not allocate (TVM's output blocks), in program order.
+
+        Example::
+
+            outputs = sch.get_output_blocks("root")   # the blocks writing the parameters
+        """
+        target, site = self._block(scope_block, "get_output_blocks")
+        scope = site.node
+        assert isinstance(scope, Block)  # a block reference's site
+        owned = set(scope.alloc_buffers)
+        found = [
+            b for b in scope_blocks(site.path) if any(w.buffer not in owned for w in b.block.writes)
+        ]
+        refs = [self._state.block_ref(site.func_name, b.block) for b in found]
+        self._record("get_output_blocks", (target,), (), refs)
+        return refs
+
     # ---- caching -------------------------------------------------------------------------
     def cache_read(
         self,

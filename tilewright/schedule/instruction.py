@@ -58,6 +58,7 @@ KINDS: dict[str, InstructionKind] = {
         InstructionKind("add_unit_loop", ("block_or_loop",), (), "one"),
         InstructionKind("get_producers", ("block",), (), "many", pure=True),
         InstructionKind("get_consumers", ("block",), (), "many", pure=True),
+        InstructionKind("get_output_blocks", ("scope_block",), (), "many", pure=True),
         InstructionKind(
             "cache_read",
             ("block", "consumer_blocks"),
