@@ -365,26 +365,11 @@ def producer_then_other(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32
             C[vi] = B[vi] + T.float32(1)
 
 
-@T.prim_func
-def producer_then_other_last(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"),
-                             D: T.Buffer((8,), "float32")):  # fmt: skip
-    B = T.alloc_buffer((8,))
-    for i in range(8):
-        with T.block("B"):
-            vi = T.axis.spatial(8, i)
-            B[vi] = A[vi] * T.float32(2)
-        with T.block("X"):
-            vi = T.axis.spatial(8, i)
-            D[vi] = A[vi] * T.float32(3)
-        with T.block("C"):
-            vi = T.axis.spatial(8, i)
-            C[vi] = B[vi] + T.float32(1)
-
-
 def test_reverse_compute_at_index_minus_one_is_the_last_legal_point() -> None:
     sch = Schedule(producer_then_other)
     sch.reverse_compute_at("C", sch.get_loops("B")[0], index=-1)  # TVM's default
-    check_schedule(sch, producer_then_other, producer_then_other_last)
+    # B, X, then C in one loop: the same program compute_at(index=-2) makes of side_by_side.
+    check_schedule(sch, producer_then_other, side_by_side_first)
     first = Schedule(producer_then_other)
     first.reverse_compute_at("C", first.get_loops("B")[0])  # ours: right after B
     body = first.get(first.get_loops("B")[0]).body
