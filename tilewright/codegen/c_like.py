@@ -184,6 +184,8 @@ class CLikePrinter:
         intrinsics.IF_THEN_ELSE: lambda p, e: p.ternary(*e.args),
         intrinsics.LIKELY: lambda p, e: p.expr(e.args[0]),
         intrinsics.CALL_EXTERN: lambda p, e: p.call_extern(e),
+        intrinsics.REGION_DATA: lambda p, e: p.region_part(e, data=True),
+        intrinsics.REGION_OFFSET: lambda p, e: p.region_part(e, data=False),
         intrinsics.ACCESS_PTR: lambda p, e: Expr(
             f"({p.expr_text(e.args[0])} + {p.operand(e.args[1], PREC_ADD)})", PREC_ATOM
         ),
@@ -445,6 +447,14 @@ class CLikePrinter:
                     self.helper(f"import_c {source}", source)
 
         post_order_visit(body, visit)
+
+    def region_part(self, e: Call, data: bool) -> Expr:
+        """A lowered match buffer's storage (the region's buffer) or element offset (the flat
+        index of its first element)."""
+        first = e.args[0]
+        if not isinstance(first, BufferLoad) or len(first.indices) != 1:
+            raise CodegenError(f"{self.func_name}: {e.op} needs a flattened buffer element")
+        return self.expr(first.buffer.data if data else first.indices[0])
 
     def call_extern(self, e: Call) -> Expr:
         """``name(args)`` for ``T.call_extern``: the function comes from a ``pragma_import_c``

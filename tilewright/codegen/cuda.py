@@ -12,7 +12,14 @@ from __future__ import annotations
 import math
 from typing import ClassVar, cast
 
-from tilewright.codegen.c_like import PREC_UNARY, CodegenError, Emitter, Expr, StatementEmitter
+from tilewright.codegen.c_like import (
+    PREC_ADD,
+    PREC_UNARY,
+    CodegenError,
+    Emitter,
+    Expr,
+    StatementEmitter,
+)
 from tilewright.codegen.device_printer import (
     DevicePrinter,
     DeviceSource,
@@ -29,6 +36,7 @@ from tilewright.ir import (
     IRModule,
     Let,
     PrimFunc,
+    StringImm,
     Var,
     intrinsics,
 )
@@ -163,6 +171,77 @@ class CUDAPrinter(DevicePrinter):
             raise CodegenError(f"{self.func_name}: cp.async.wait_group needs a constant count")
         self.emit(f'asm volatile("cp.async.wait_group {count.value};\\n" ::: "memory");')
 
+    def emit_ldmatrix(self, call: Call) -> None:
+        trans, num, _, local, local_offset, smem, smem_offset = call.args
+        if not isinstance(num, IntImm) or num.value not in (1, 2, 4):
+            raise CodegenError(f"{self.func_name}: ldmatrix loads 1, 2 or 4 matrices, not {num}")
+        count = num.value
+        shape = f"m8n8.x{count}{'.trans' if _flag(trans) else ''}"
+        regs = ", ".join(f"%{i}" for i in range(count))
+        dst = f"(unsigned*)({self.expr_text(local)} + {self.operand(local_offset, PREC_ADD)})"
+        outs = ", ".join(f'"=r"(({dst})[{i}])' for i in range(count))
+        src = f"{self.expr_text(smem)} + {self.operand(smem_offset, PREC_ADD)}"
+        self.emit(
+            f'asm volatile("ldmatrix.sync.aligned.{shape}.shared.b16 {{{regs}}}, [%{count}];\\n" '
+            f': {outs} : "r"((unsigned)__cvta_generic_to_shared({src})));'
+        )
+
+    def emit_mma(self, call: Call) -> None:
+        shape, a_layout, b_layout, a_type, b_type, c_type = (_text(a) for a in call.args[:6])
+        a, a_off, b, b_off, c, c_off = call.args[6:12]
+        if shape != "m16n8k16" or (a_type, b_type) not in (("fp16", "fp16"), ("bf16", "bf16")):
+            raise CodegenError(
+                f"{self.func_name}: mma.sync {shape} with {a_type} x {b_type} inputs is not "
+                "supported (m16n8k16 with fp16 or bf16 inputs)"
+            )
+        if c_type not in ("fp32", "fp16") or (a_type == "bf16" and c_type != "fp32"):
+            raise CodegenError(f"{self.func_name}: mma.sync cannot accumulate {a_type} in {c_type}")
+        ptx = {"fp16": "f16", "bf16": "bf16", "fp32": "f32"}
+        types = f"{ptx[c_type]}.{ptx[a_type]}.{ptx[b_type]}.{ptx[c_type]}"
+
+        def regs(ptr: object, offset: object, ctype: str) -> str:
+            return f"(({ctype}*)({self.expr_text(ptr)} + {self.operand(offset, PREC_ADD)}))"
+
+        accumulators = 4 if c_type == "fp32" else 2
+        cs = regs(c, c_off, "float" if c_type == "fp32" else "unsigned")
+        kind = "f" if c_type == "fp32" else "r"
+        outs = ", ".join(f'"+{kind}"({cs}[{i}])' for i in range(accumulators))
+        a_regs, b_regs = regs(a, a_off, "unsigned"), regs(b, b_off, "unsigned")
+        ins = ", ".join([*(f'"r"({a_regs}[{i}])' for i in range(4)),
+                         *(f'"r"({b_regs}[{i}])' for i in range(2))])  # fmt: skip
+        n = accumulators
+        d = ", ".join(f"%{i}" for i in range(n))
+        av = ", ".join(f"%{n + i}" for i in range(4))
+        bv = ", ".join(f"%{n + 4 + i}" for i in range(2))
+        self.emit(
+            f'asm volatile("mma.sync.aligned.m16n8k16.{a_layout}.{b_layout}.{types} '
+            f'{{{d}}}, {{{av}}}, {{{bv}}}, {{{d}}};\\n" : {outs} : {ins});'
+        )
+
+    def emit_mma_fill(self, call: Call) -> None:
+        size, ptr, offset = call.args
+        zero = self.expr_text(
+            FloatImm(0.0, call.dtype) if call.dtype.is_float else IntImm(0, call.dtype)
+        )
+        base = f"{self.expr_text(ptr)}[{self.expr_text(offset)} + tw_i]"
+        self.emit("#pragma unroll")
+        self.emit(f"for (int tw_i = 0; tw_i < {self.expr_text(size)}; ++tw_i) {base} = {zero};")
+
+    def emit_mma_store(self, call: Call) -> None:
+        m, n, dst, src, offset, stride = call.args
+        if _const(m) != 16 or _const(n) != 16:
+            raise CodegenError(f"{self.func_name}: mma_store stores 16x16 fragments, not {m}x{n}")
+        ctype = self.value_type(call.dtype)
+        out = f"(({ctype}*)({self.expr_text(dst)}))"
+        row = "(8 * (tw_i % 4 / 2) + (int)threadIdx.x / 4)"
+        col = "(8 * (tw_i / 4) + (int)threadIdx.x % 4 * 2 + tw_i % 2)"
+        value = f"{self.expr_text(src)}[{self.expr_text(offset)} + tw_i]"
+        self.emit("#pragma unroll")
+        self.emit(
+            "for (int tw_i = 0; tw_i < 8; ++tw_i) "
+            f"{out}[{row} * {self.operand(stride, PREC_ADD)} + {col}] = {value};"
+        )
+
     def emit_shuffle_xor(self, e: Call) -> Expr:
         mask, value, lane_mask, width = (self.expr_text(a) for a in e.args)
         return Expr(f"__shfl_xor_sync({mask}, {value}, {lane_mask}, {width})")
@@ -180,6 +259,10 @@ class CUDAPrinter(DevicePrinter):
             'asm volatile("cp.async.commit_group;\\n" ::: "memory");'
         ),
         intrinsics.CP_ASYNC_WAIT: lambda p, e: cast(CUDAPrinter, p).emit_cp_async_wait(e),
+        intrinsics.PTX_LDMATRIX: lambda p, e: cast(CUDAPrinter, p).emit_ldmatrix(e),
+        intrinsics.PTX_MMA: lambda p, e: cast(CUDAPrinter, p).emit_mma(e),
+        intrinsics.MMA_FILL: lambda p, e: cast(CUDAPrinter, p).emit_mma_fill(e),
+        intrinsics.MMA_STORE: lambda p, e: cast(CUDAPrinter, p).emit_mma_store(e),
     }
 
     def vector_arithmetic(self, dtype: DataType, lanes: int) -> bool:
@@ -235,6 +318,22 @@ class CUDAPrinter(DevicePrinter):
         threads = math.prod(v for k, v in extents.items() if k.startswith("threadIdx"))
         bounds = f"__launch_bounds__({threads}) " if threads > 1 else ""
         return f'extern "C" __global__ void {bounds}{name}({", ".join(texts)}) {{'
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, StringImm):
+        raise CodegenError(f"expected a string argument, found {value}")
+    return value.value
+
+
+def _flag(value: object) -> bool:
+    if not isinstance(value, IntImm):
+        raise CodegenError(f"expected a constant flag, found {value}")
+    return bool(value.value)
+
+
+def _const(value: object) -> int | None:
+    return value.value if isinstance(value, IntImm) else None
 
 
 def generate_cuda(mod: IRModule) -> DeviceSource:

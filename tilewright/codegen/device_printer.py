@@ -297,7 +297,8 @@ class DevicePrinter(CLikePrinter, metaclass=ABCMeta):
 
 def vector_accessed_buffers(func: PrimFunc) -> set[Var]:
     """The data variables of buffers that ``func`` accesses with vector ramps or by address
-    (``tw.address_of``): their storage must be aligned for vector loads and stores."""
+    (``tw.address_of``, ``tw.region_data``): their storage must be aligned for vector
+    loads and stores."""
     found: set[Var] = set()
 
     def visit(node: object) -> None:
@@ -305,7 +306,9 @@ def vector_accessed_buffers(func: PrimFunc) -> set[Var]:
             isinstance(i, Ramp) for i in node.indices
         ):
             found.add(node.buffer.data)
-        if isinstance(node, Call) and intrinsics.ADDRESS_OF.matches(node):
+        if isinstance(node, Call) and intrinsics.is_call(
+            node, intrinsics.ADDRESS_OF, intrinsics.REGION_DATA
+        ):
             for arg in node.args:
                 if isinstance(arg, BufferLoad):
                     found.add(arg.buffer.data)

@@ -206,10 +206,11 @@ def _written_data(func: PrimFunc) -> set[Var]:
         if isinstance(node, BufferStore):
             written.add(node.buffer.data)
         if isinstance(node, Call) and intrinsics.CALL_EXTERN.matches(node):
-            written.update(a for a in node.args if isinstance(a, Var) and a.dtype.is_handle)
+            handed = (intrinsics.data_var(a) for a in node.args)
+            written.update(v for v in handed if v is not None)
         if isinstance(node, Call) and intrinsics.ACCESS_PTR.matches(node):
-            data, mask = node.args[0], node.args[3]
-            if isinstance(data, Var) and not (isinstance(mask, IntImm) and mask.value & 2 == 0):
+            data, mask = intrinsics.data_var(node.args[0]), node.args[3]
+            if data is not None and not (isinstance(mask, IntImm) and mask.value & 2 == 0):
                 written.add(data)
 
     post_order_visit(func.body, visit)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from tilewright.ir.buffer import Buffer
 from tilewright.ir.dtype import DataType, bool_, handle, int32
-from tilewright.ir.expr import BufferLoad, Call, IntImm, PrimExpr
+from tilewright.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var
 from tilewright.ir.stmt import Evaluate
 
 
@@ -174,6 +174,55 @@ CP_ASYNC_WAIT = Intrinsic(
     Effect.BARRIER,
     "(n): wait until at most n of this thread's committed copy groups are still in flight",
 )
+REGION_DATA = Intrinsic(
+    "tw.region_data",
+    2,
+    ResultType.HANDLE,
+    doc="(first, last): the storage of the region of a buffer whose first and last elements "
+    "the two loads name (a match buffer's data once blocks are lowered; the loads keep the "
+    "region visible to the passes that place, shrink and flatten buffers)",
+)
+REGION_OFFSET = Intrinsic(
+    "tw.region_offset",
+    2,
+    ResultType.INT32,
+    doc="(first, last): the element offset of that region's first element in its storage "
+    "(a match buffer's elem_offset once blocks are lowered)",
+)
+PTX_LDMATRIX = Intrinsic(
+    "ptx_ldmatrix",
+    7,
+    ResultType.GIVEN,
+    Effect.WRITE,
+    "(trans, num, type, local_ptr, local_offset, smem_ptr, smem_offset): every lane of the "
+    "warp loads num (1, 2 or 4) 8x8 matrices of 16-bit elements from shared memory (lane t "
+    "gives the address of row t % 8 of matrix t / 8) into num 32-bit registers at "
+    "local_ptr[local_offset:] (ldmatrix.sync.aligned.m8n8, .trans when trans)",
+)
+PTX_MMA = Intrinsic(
+    "ptx_mma",
+    13,
+    ResultType.GIVEN,
+    Effect.WRITE,
+    "(shape, a_layout, b_layout, a_type, b_type, c_type, a_ptr, a_offset, b_ptr, b_offset, "
+    "c_ptr, c_offset, saturate): the warp's matrix multiply-accumulate C += A * B on register "
+    "fragments (mma.sync.aligned, e.g. m16n8k16 row col f32 f16 f16 f32)",
+)
+MMA_FILL = Intrinsic(
+    "mma_fill",
+    3,
+    ResultType.GIVEN,
+    Effect.WRITE,
+    "(local_size, ptr, offset): zero this lane's local_size accumulator elements at ptr[offset:]",
+)
+MMA_STORE = Intrinsic(
+    "mma_store",
+    6,
+    ResultType.GIVEN,
+    Effect.WRITE,
+    "(m, n, dst_ptr, src_ptr, src_offset, stride): store the warp's m x n accumulator fragment "
+    "(this lane's elements at src_ptr[src_offset:]) to dst_ptr with row stride stride",
+)
 LAUNCH_KERNEL = Intrinsic(
     "tw.launch_kernel",
     None,
@@ -234,6 +283,12 @@ INTRINSICS: tuple[Intrinsic, ...] = (
     CP_ASYNC,
     CP_ASYNC_COMMIT,
     CP_ASYNC_WAIT,
+    REGION_DATA,
+    REGION_OFFSET,
+    PTX_LDMATRIX,
+    PTX_MMA,
+    MMA_FILL,
+    MMA_STORE,
     LAUNCH_KERNEL,
     THREAD_ALLREDUCE,
     WARP_SHUFFLE_XOR,
@@ -275,6 +330,16 @@ def is_call(node: object, *intrinsics: Intrinsic) -> bool:
 def is_tile_layer(node: object) -> bool:
     """Whether ``node`` calls one of the tile layer's intrinsics (its script spells them)."""
     return isinstance(node, Call) and lookup_or_none(node.op) in (ADDRESS_OF, COPY_BYTES, CTA_SYNC)
+
+
+def data_var(arg: PrimExpr) -> Var | None:
+    """The storage variable a handle argument names: a data variable itself, or the buffer of
+    a ``tw.region_data`` call; None for anything else."""
+    if isinstance(arg, Var) and arg.dtype.is_handle:
+        return arg
+    if isinstance(arg, Call) and REGION_DATA.matches(arg) and isinstance(arg.args[0], BufferLoad):
+        return arg.args[0].buffer.data
+    return None
 
 
 def address_of(buffer: Buffer, index: PrimExpr | int) -> Call:

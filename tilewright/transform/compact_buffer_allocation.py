@@ -43,7 +43,7 @@ from tilewright.ir import (
 
 
 def compact_buffer_allocation(
-    func: PrimFunc, *, scopes: tuple[str, ...] = ("shared", "local")
+    func: PrimFunc, *, scopes: tuple[str, ...] = ("shared", "local", "warp")
 ) -> PrimFunc:
     """Shrink each allocation of the given ``scopes`` (by prefix) to the region its accesses
     cover.
@@ -170,7 +170,8 @@ class _Collector(Visitor):
 
 def _relaxed(loop: _Loop, scope: str) -> bool:
     if loop.tag.startswith("threadIdx"):
-        return scope.startswith("shared")
+        # A warp buffer is shared by the 32 lanes of a warp (threadIdx.x), one per warp.
+        return scope.startswith("shared") or (scope == "warp" and loop.tag == "threadIdx.x")
     if loop.tag.startswith("vthread"):
         # Each real thread runs a virtual thread's iterations in turn (lower_vthread): for a
         # local buffer it is a loop, whose iterations need their own elements.

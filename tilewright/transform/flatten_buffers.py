@@ -10,11 +10,13 @@ from tilewright.ir import (
     Buffer,
     BufferLoad,
     BufferStore,
+    Call,
     IntImm,
     Mutator,
     PrimExpr,
     PrimFunc,
     Ramp,
+    intrinsics,
     op,
 )
 from tilewright.ir.dtype import int32 as _INT32
@@ -25,7 +27,8 @@ def flatten_buffers(func: PrimFunc) -> PrimFunc:
 
     The flat buffer shares the original's ``data`` variable, so both name the same storage;
     an index tuple becomes one row-major offset (explicit ``strides`` when the buffer has
-    them) plus ``elem_offset``. A ``Ramp`` index stays a ramp, scaled by its dimension's
+    them) plus ``elem_offset``; a lowered match buffer's offset (``tw.region_offset``) becomes
+    its first element's flat index. A ``Ramp`` index stays a ramp, scaled by its dimension's
     stride. ``buffer_map`` keeps the N-d buffers: the runtime checks arguments against them.
 
     Args:
@@ -36,7 +39,20 @@ def flatten_buffers(func: PrimFunc) -> PrimFunc:
         # before                          # after
         C[i, j] = A[i, j] + 1.0           C_1[i * 16 + j] = A_1[i * 16 + j] + 1.0
     """
-    return func.with_body(_Flattener().visit(func.body))
+    return func.with_body(_RegionOffsets().visit(_Flattener().visit(func.body)))
+
+
+class _RegionOffsets(Mutator):
+    """``tw.region_offset(first, last)`` of a flat buffer → the first element's index (a
+    lowered match buffer's ``elem_offset``, or a difference of two: its strides)."""
+
+    def visit_Call(self, call: Call) -> PrimExpr:
+        call = self.generic_visit(call)
+        if intrinsics.REGION_OFFSET.matches(call):
+            first = call.args[0]
+            if isinstance(first, BufferLoad) and len(first.indices) == 1:
+                return first.indices[0]
+        return call
 
 
 def element_strides(buffer: Buffer) -> tuple[PrimExpr, ...]:

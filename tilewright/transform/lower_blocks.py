@@ -19,6 +19,7 @@ from tilewright.ir import (
     Range,
     Stmt,
     Var,
+    intrinsics,
     op,
     substitute,
 )
@@ -98,20 +99,40 @@ def _resolve_match_buffer(block: Block, match: MatchBufferRegion, body: Stmt) ->
             )
     # Symbolic shape, strides and offset of the view take their values from the source.
     strides = element_strides(source.buffer)
-    bound: dict[Var, PrimExpr] = {view.data: source.buffer.data}
+    # The view's storage and offset name the region by its first and last elements, so that
+    # the passes that place, shrink, version and flatten the source buffer keep them right.
+    first = BufferLoad(source.buffer, tuple(r.min for r in source.region))
+    last = BufferLoad(
+        source.buffer, tuple(op.sub(op.add(r.min, r.extent), 1) for r in source.region)
+    )
+    bound: dict[Var, PrimExpr] = {view.data: intrinsics.REGION_DATA.call(first, last)}
     for dim, extent in enumerate(view.shape):
         if isinstance(extent, Var):
             bound[extent] = source.region[lead + dim].extent
     for dim, stride in enumerate(view.strides):
         if isinstance(stride, Var):
-            bound[stride] = strides[lead + dim]
+            bound[stride] = _region_stride(source, lead + dim, first, strides)
     if isinstance(view.elem_offset, Var):
-        offset = source.buffer.elem_offset
-        for r, stride in zip(source.region, strides):
-            offset = op.add(offset, op.mul(r.min, stride))
-        bound[view.elem_offset] = offset
+        bound[view.elem_offset] = intrinsics.REGION_OFFSET.call(first, last)
     resolved = _MatchResolver(view, source, lead).visit(body)
     return substitute(resolved, bound)
+
+
+def _region_stride(
+    source: BufferRegion, dim: int, first: BufferLoad, strides: tuple[PrimExpr, ...]
+) -> PrimExpr:
+    """The stride of dimension ``dim``: the distance from the region's first element to its
+    neighbour along ``dim`` (offsets that stay right when later passes shrink, pad or flatten
+    the buffer); a dimension of one element keeps the buffer's stride as it is now."""
+    extent = source.region[dim].extent
+    if isinstance(extent, IntImm) and extent.value < 2:
+        return strides[dim]
+    step = list(first.indices)
+    step[dim] = op.add(step[dim], 1)
+    after = BufferLoad(first.buffer, tuple(step))
+    return op.sub(
+        intrinsics.REGION_OFFSET.call(after, after), intrinsics.REGION_OFFSET.call(first, first)
+    )
 
 
 class _MatchResolver(Mutator):

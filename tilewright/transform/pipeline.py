@@ -34,6 +34,7 @@ from tilewright.transform.lower_init_block import lower_init_block
 from tilewright.transform.lower_thread_allreduce import lower_thread_allreduce
 from tilewright.transform.lower_vectorized import lower_vectorized
 from tilewright.transform.lower_vthread import lower_vthread
+from tilewright.transform.lower_warp_memory import lower_warp_memory
 from tilewright.transform.plan_buffer_allocation import plan_buffer_allocation
 from tilewright.transform.remove_no_op import remove_no_op
 from tilewright.transform.simplify import simplify
@@ -203,6 +204,8 @@ def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         Stage("inject_software_pipeline", partial(inject_software_pipeline, asynchronous=True)),
         # Strides for storage_align, once the allocations have their final shapes.
         Stage("apply_storage_align", apply_storage_align),
+        # Warp fragments become each lane's registers while buffers are still N-d.
+        Stage("lower_warp_memory", lower_warp_memory),
         Stage("flatten_buffers", flatten_buffers),
         # Its shared buffers are flat and sized: after the allocation passes, before barriers.
         Stage("lower_thread_allreduce", partial(lower_thread_allreduce, target=target)),

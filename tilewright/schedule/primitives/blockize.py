@@ -13,7 +13,7 @@ from tilewright.ir.dtype import bool_
 from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import collect_vars, substitute
-from tilewright.ir.stmt import Block, BlockRealize, For, IterKind, IterVar
+from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, IterVar, Stmt
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.tree import Site, rebuild, update, walk
 
@@ -120,13 +120,62 @@ def blockize(site: Site, preserve_unit_iters: bool) -> tuple[PrimFunc, str]:
     name = f"{block.name}_o"
     if name in names:
         raise ScheduleError("blockize", "unique-block-names", f"{name!r} exists", func, block)
-    new_inner = update(realize, iter_values=tuple(inner_values))
+    init = None
+    # As in TVM: when the outer block reduces too, the init moves out to it (the inner block
+    # only updates); when the whole reduction is inside, the inner block keeps its init.
+    if block.init is not None and any(iv.kind is IterKind.REDUCE for iv in outer_ivs):
+        init = _outer_init(block, inner_values, inner_loops, realize.predicate, func)
+        block = update(block, init=None)
+    new_inner = update(realize, iter_values=tuple(inner_values), block=block)
     subtree = rebuild(rpath[k:], new_inner)
-    outer_block = Block(name, tuple(outer_ivs), (), (), subtree)
+    outer_block = Block(name, tuple(outer_ivs), (), (), subtree, init=init)
     reads, writes = block_access_regions(outer_block)
     outer_block = update(outer_block, reads=reads, writes=writes)
     outer = BlockRealize(tuple(outer_values), IntImm(1, realize.predicate.dtype), outer_block)
     return site.replaced(outer), name
+
+
+def _outer_init(
+    block: Block,
+    values: list[PrimExpr],
+    loops: list[For],
+    predicate: PrimExpr,
+    func: PrimFunc,
+) -> Stmt:
+    """The outer block's init (TVM's): the inner block's init in a block ``<name>_init`` over
+    the inner loops that its spatial iterators use (the reduction loops dropped).
+
+    Example: ``C[vi, vj] = 0`` under ``i_1, j_1, k_1`` becomes ``for i_1, j_1:
+    with T.block("C_init"): C[vi_o * 16 + i_1, vj_o * 16 + j_1] = 0``.
+    """
+    spatial = [(iv, v) for iv, v in zip(block.iter_vars, values) if iv.kind is not IterKind.REDUCE]
+    used = set().union(*(set(collect_vars(v)) for _, v in spatial)) if spatial else set()
+    kept = [f for f in loops if f.loop_var in used]
+    fresh = {f.loop_var: Var(f.loop_var.name, f.loop_var.dtype) for f in kept}
+    if set(collect_vars(predicate)) - set(fresh):
+        raise ScheduleError(
+            "blockize",
+            "blockize-binding",
+            f"the predicate of block {block.name!r} uses a reduction loop, so its init cannot "
+            "move to the outer block",
+            func,
+            block,
+        )
+    ivs = [update(iv, var=Var(f"{iv.var.name}_init", iv.var.dtype)) for iv, _ in spatial]
+    renamed = {iv.var: new.var for (iv, _), new in zip(spatial, ivs)}
+    assert block.init is not None
+    body = substitute(block.init, renamed)
+    init_block = Block(f"{block.name}_init", tuple(ivs), (), (), body)
+    reads, writes = block_access_regions(init_block)
+    init_block = update(init_block, reads=reads, writes=writes)
+    stmt: Stmt = BlockRealize(
+        tuple(substitute(v, fresh) for _, v in spatial),
+        substitute(predicate, fresh),
+        init_block,
+    )
+    for f in reversed(kept):
+        stmt = For(fresh[f.loop_var], f.min, f.extent, ForKind.SERIAL, stmt)
+    return stmt
 
 
 def _blockize_several(site: Site, realizes: list[BlockRealize]) -> tuple[PrimFunc, str]:

@@ -93,8 +93,31 @@ def tensorize(site: Site, intrin: TensorIntrin) -> PrimFunc:
     for var in bound_vars(intrin.impl_root.body):
         fresh.setdefault(var, Var(var.name, var.dtype))
     body = substitute(intrin.impl_root.body, fresh)
-    new = update(block, body=body, match_buffers=(*block.match_buffers, *views))
+    # What the block touches is what the implementation says it touches, placed at the
+    # matched regions (its body reaches the buffers through their addresses only).
+    placed = {impl: offsets[desc] for desc, impl in zip(intrin.desc_buffers, intrin.impl_buffers)}
+    reads = tuple(_placed(r, placed) for r in intrin.impl_root.reads)
+    writes = tuple(_placed(r, placed) for r in intrin.impl_root.writes)
+    new = update(
+        block,
+        body=body,
+        match_buffers=(*block.match_buffers, *views),
+        reads=reads,
+        writes=writes,
+    )
     return site.replaced(new)
+
+
+def _placed(region: BufferRegion, placed: dict[Buffer, tuple[Buffer, list[Range]]]) -> BufferRegion:
+    """An implementation's region of one of its buffers, as a region of the buffer matched."""
+    target, ranges = placed[region.buffer]
+    lead = len(ranges) - len(region.region)
+    simplify = Analyzer().simplify
+    inner = [
+        Range(simplify(op.add(outer.min, r.min)), r.extent)
+        for outer, r in zip(ranges[lead:], region.region, strict=True)
+    ]
+    return BufferRegion(target, (*ranges[:lead], *inner))
 
 
 class _Matcher:
@@ -129,6 +152,7 @@ class _Matcher:
                 raise _Mismatch(f"loop {t.loop_var.name} differs from desc's {d.loop_var.name}")
             self.vars[d.loop_var] = t.loop_var
             self.inner.add(t.loop_var)
+            self.analyzer.bind(t.loop_var, Range(t.min, t.extent))
             self.stmt(d.body, t.body)
         elif isinstance(d, BlockRealize) and isinstance(t, BlockRealize):
             self.block(d, t)

@@ -27,6 +27,7 @@ from tilewright.script.parser.frames import (
     BufferType,
     DTypeConstructor,
     EnclosingDirective,
+    MetaVar,
     VarDecl,
 )
 from tilewright.script.parser.statements import StatementParser, Wrap
@@ -117,6 +118,8 @@ class AssignmentParser(StatementParser):
         if isinstance(value, AxisRemap):
             self._remap(target, value, node)
             return None
+        if isinstance(value, MetaVar):
+            return self._bind_meta(target, value.value, node)
         if isinstance(target, ast.Tuple | ast.List):
             if not isinstance(value, tuple | list) or len(value) != len(target.elts):
                 # Only ast.Assign has a tuple target (AnnAssign needs a name), so a value is there.
@@ -153,6 +156,22 @@ class AssignmentParser(StatementParser):
             self.scope.define(name, var)
             return Wrap(lambda rest: LetStmt(var, value, rest))
         self.scope.define(name, value)
+        return None
+
+    def _bind_meta(self, target: ast.expr, value: object, node: ast.Assign | ast.AnnAssign) -> None:
+        if isinstance(target, ast.Name):
+            self.scope.define(target.id, value)
+            return None
+        if not isinstance(target, ast.Tuple | ast.List) or not all(
+            isinstance(item, ast.Name) for item in target.elts
+        ):
+            raise self.error(target, f"T.meta_var binds plain names, not {ast.unparse(target)}")
+        if not isinstance(value, tuple | list) or len(value) != len(target.elts):
+            raise self.error(
+                node, f"cannot unpack T.meta_var's value {value!r} into {len(target.elts)} names"
+            )
+        for item, part in zip(target.elts, value):
+            self.scope.define(cast(ast.Name, item).id, part)
         return None
 
     def _enclose(self, target: ast.expr, directive: EnclosingDirective) -> Wrap:

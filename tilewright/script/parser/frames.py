@@ -110,6 +110,14 @@ class AttrDirective:
 
 
 @dataclass(frozen=True)
+class MetaVar:
+    """``x, y = T.meta_var(f(i, j))``: Python values bound to names as they are, with no
+    ``LetStmt`` (a tuple unpacks into several names)."""
+
+    value: object
+
+
+@dataclass(frozen=True)
 class VarDecl:
     """``n = T.int32()``: a new variable named by the assignment target."""
 

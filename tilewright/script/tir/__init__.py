@@ -123,6 +123,13 @@ from tilewright.script.tir.exprs import (
 )
 from tilewright.script.tir.loops import grid, parallel, serial, thread_binding, unroll, vectorized
 from tilewright.script.tir.reductions import comm_reducer, reinterpret, tvm_thread_allreduce
+from tilewright.script.tir.tensor_core import (
+    meta_var,
+    mma_fill,
+    mma_store,
+    ptx_ldmatrix,
+    ptx_mma,
+)
 
 __all__ = [name for name in dir() if not name.startswith("_") and name != "re"]
 
