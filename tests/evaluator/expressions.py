@@ -224,6 +224,16 @@ class ExprTranslator:
             if not isinstance(load, ir.BufferLoad):
                 raise TypeError(f"evaluator: {intrinsic.name} of {type(load).__name__}")
             return self.address(load.buffer, load.indices)
+        if intrinsic in (intrinsics.REGION_DATA, intrinsics.REGION_OFFSET):
+            return self.region(e, data=intrinsic is intrinsics.REGION_DATA)
+        if intrinsic is intrinsics.ACCESS_PTR:
+            data, offset, _, mask = e.args
+            if isinstance(data, Var):
+                storage = self.storage_of(data)
+                data_text = f"_whole({storage}, {data.name!r})"
+            else:
+                data_text = self.expr(data)
+            return f"{data_text}.shifted({self.expr(offset)}, {self.expr(mask)})"
         if intrinsic not in FUNCTIONS:
             raise TypeError(f"evaluator: {intrinsic.name} ({intrinsic.effect.value}) is no value")
         args = ", ".join(self.expr(a) for a in e.args)
@@ -240,6 +250,26 @@ class ExprTranslator:
     def address(self, buffer: Buffer, indices: tuple[ir.PrimExpr, ...]) -> str:
         storage, offset = self.locate(buffer, indices)
         return f"_address({storage}, {offset})"
+
+    def region(self, e: ir.Call, data: bool) -> str:
+        """``tw.region_data``: a pointer to the storage of the loads' buffer, bounded by them
+        (``memory.Pointer``); ``tw.region_offset``: the first load's flat offset."""
+        first, last = e.args
+        if not (isinstance(first, ir.BufferLoad) and isinstance(last, ir.BufferLoad)):
+            raise TypeError(f"evaluator: {e.op} names its region by two loads")
+        if first.buffer.data != last.buffer.data:
+            raise TypeError(f"evaluator: {e.op} of loads from {first.buffer.name}, {last.buffer.name}")
+        storage, start = self.locate(first.buffer, first.indices)
+        if not data:
+            return start
+        _, end = self.locate(last.buffer, last.indices)
+        return f"_region({storage}, {start}, {end}, {first.buffer.name!r})"
+
+    def storage_of(self, data: Var) -> str:
+        """The array bound to a data variable (as the element type it was allocated with)."""
+        if data not in self.storage_dtypes:
+            raise TypeError(f"evaluator: {data.name} is used where its storage is not bound")
+        return self.name(data)
 
     def locate(self, buffer: Buffer, indices: tuple[ir.PrimExpr, ...]) -> tuple[str, str]:
         """(the storage of ``buffer``, the checked flat offset of ``indices``) as source."""

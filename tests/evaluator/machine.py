@@ -34,6 +34,8 @@ from .memory import (
     copy_bytes,
     np_dtype,
     out_of_range,
+    region,
+    whole,
 )
 from .races import DataRace, Launch
 from .statements import parameter_inputs
@@ -46,6 +48,8 @@ _RUNTIME = {
     "_check_lanes": check_lanes,
     "_alloc": allocate,
     "_address": address,
+    "_region": region,
+    "_whole": whole,
 }
 
 

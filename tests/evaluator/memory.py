@@ -67,6 +67,59 @@ def copy_bytes(dst: Address, src: Address, nbytes: int) -> None:
     dst.memory[dst.offset : dst.offset + nbytes] = src.memory[src.offset : src.offset + nbytes]
 
 
+@dataclass(frozen=True, slots=True)
+class Pointer:
+    """A region's storage seen from element ``offset`` (``tw.region_data``, ``tvm_access_ptr``):
+    what an intrinsic reads or writes through it must lie inside the region, elements
+    ``first`` to ``last`` of the storage that the region's two loads name, and be allowed by
+    the access mask (1: read, 2: write)."""
+
+    storage: np.ndarray | Watched | WatchedView
+    first: int
+    last: int
+    name: str
+    offset: int = 0
+    mask: int = 3
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.storage.dtype if isinstance(self.storage, np.ndarray) else self.storage.data.dtype
+
+    def shifted(self, offset: int, mask: int) -> Pointer:
+        """``tvm_access_ptr(self, offset, extent, mask)``."""
+        return Pointer(self.storage, self.first, self.last, self.name, self.offset + offset, mask)
+
+    def read(self, start: int, count: int) -> np.ndarray:
+        """Elements ``start .. start + count`` past the pointer."""
+        return self.storage[self._elements(int(start) + np.arange(count), 1, "read")]
+
+    def write(self, elements: np.ndarray | int, values: Value) -> None:
+        """Stores ``values`` at ``elements`` past the pointer."""
+        self.storage[self._elements(np.asarray(elements) + 0, 2, "write")] = values
+
+    def _elements(self, elements: np.ndarray, bit: int, what: str) -> np.ndarray:
+        if not self.mask & bit:
+            raise AssertionError(f"{self.name}: a {what} through a pointer of mask {self.mask}")
+        elements = elements + self.offset
+        low, high = int(elements.min()), int(elements.max())
+        if low < self.first or high > self.last:
+            raise IndexError(
+                f"{self.name}: elements {low}..{high} outside the region {self.first}..{self.last}"
+            )
+        return elements
+
+
+def region(storage: np.ndarray | Watched | WatchedView, first: int, last: int, name: str) -> Pointer:
+    """``tw.region_data(first load, last load)``: the storage, bounded by the region."""
+    return Pointer(storage, int(first), int(last), name)
+
+
+def whole(storage: np.ndarray | Watched | WatchedView, name: str) -> Pointer:
+    """A data variable as a pointer: its whole storage is the region."""
+    data = storage if isinstance(storage, np.ndarray) else storage.data
+    return Pointer(storage, 0, data.size - 1, name)
+
+
 class Watched:
     """An array other threads see, whose accesses go to a ``races.AccessLog``: a global array
     of a launch (the generated code indexes it as a plain array) or a block's shared array

@@ -1,4 +1,5 @@
-"""Values exchanged between the threads of a block: warp shuffles and thread allreduces.
+"""Values exchanged between the threads of a block: warp shuffles and thread allreduces (and
+the exchange that the warp-collective tensor-core instructions of ``tensor_cores.py`` use).
 
 Both are synchronisation points: a thread offers its value, yields (the machine runs every
 thread of the block up to the same point), then takes what the others offered. Every thread
@@ -29,11 +30,13 @@ AXES = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
 class _Exchange:
-    """The offers of one block's threads: (exchange number, thread id) -> value."""
+    """The offers of one block's threads: (exchange number, thread id) -> value; and what a
+    warp computed from its lanes' offers: (exchange number, first lane's thread id) -> value."""
 
     def __init__(self) -> None:
         self.offers: dict[tuple[int, int], Any] = {}
         self.made: dict[int, int] = {}
+        self.results: dict[tuple[int, int], Any] = {}
 
 
 _BLOCKS: weakref.WeakKeyDictionary[object, _Exchange] = weakref.WeakKeyDictionary()
@@ -52,6 +55,22 @@ def _taken(thread: Any, partner: int, what: str) -> Any:
     if key not in exchange.offers:
         raise AssertionError(f"{what}: thread {partner} did not take part (thread {thread.id})")
     return exchange.offers[key]
+
+
+def warp_offers(thread: Any, what: str) -> list[Any]:
+    """What each of the 32 lanes of ``thread``'s warp offered at this exchange: a
+    warp-collective instruction (``.sync.aligned``) needs every lane."""
+    first = thread.id - thread.id % WARP
+    return [_taken(thread, first + lane, what) for lane in range(WARP)]
+
+
+def warp_result(thread: Any, what: str, compute: Callable[[list[Any]], Any]) -> Any:
+    """``compute(warp_offers(...))``, computed once per warp and exchange."""
+    exchange = _BLOCKS[thread.block]
+    key = (exchange.made[thread.id] - 1, thread.id - thread.id % WARP)
+    if key not in exchange.results:
+        exchange.results[key] = compute(warp_offers(thread, what))
+    return exchange.results[key]
 
 
 def shuffle_xor(thread: Any, mask: int, lane_mask: int, width: int, threads: int) -> Any:
@@ -102,7 +121,7 @@ class WarpTranslator:
         sync = self.constant(intrinsics.WARP_SHUFFLE_XOR)  # type: ignore[attr-defined]
         take = self.constant(shuffle_xor)  # type: ignore[attr-defined]
         give = self.constant(offer)  # type: ignore[attr-defined]
-        threads = _dims(self.func)
+        threads = block_dims(self.func)
         count = threads[0] * threads[1] * threads[2]
         taken = f"{take}(_t, {mask}, {lane_mask}, {width}, {count})"
         return f"({give}(_t, {value}), (yield {sync}), {taken})[2]"
@@ -123,7 +142,7 @@ class WarpTranslator:
         results, threads = call.args[2 + n : 2 + 2 * n], call.args[2 + 2 * n :]
         tags = _tags(self.func)
         axes = tuple(sorted(AXES.index(tags[v]) for v in threads if isinstance(v, ir.Var)))
-        dims = _dims(self.func)
+        dims = block_dims(self.func)
         params = ", ".join(expr(v) for v in (*reducer.lhs, *reducer.rhs))
         combine = f"(lambda {params}: ({''.join(expr(r) + ', ' for r in reducer.result)}))"
         identity = f"({''.join(expr(i) + ', ' for i in reducer.identity)})"
@@ -151,7 +170,7 @@ def _tags(func: ir.PrimFunc) -> dict[ir.Var, str]:
     return found
 
 
-def _dims(func: ir.PrimFunc) -> tuple[int, int, int]:
+def block_dims(func: ir.PrimFunc) -> tuple[int, int, int]:
     extents = {tag: 1 for tag in AXES}
 
     def visit(node: object) -> None:

@@ -342,6 +342,44 @@ def data_var(arg: PrimExpr) -> Var | None:
     return None
 
 
+READS, WRITES = 1, 2  # access_ptr's mask bits
+# Which arguments of these intrinsics are storage they only read or only write (by
+# position); any other storage argument of any call counts as read and written.
+_OPERAND_MODES: dict[str, dict[int, int]] = {
+    "ptx_ldmatrix": {3: WRITES},
+    "ptx_mma": {6: READS, 8: READS, 10: READS | WRITES},
+    "mma_fill": {1: WRITES},
+    "mma_store": {3: READS},
+}
+
+
+def region_accesses(call: Call) -> list[tuple[BufferLoad, BufferLoad, int]]:
+    """The buffer regions ``call`` reaches through storage arguments (``tw.region_data``,
+    directly or inside ``tvm_access_ptr``): (first element, last element, mode), the mode
+    ``READS | WRITES`` bits from the intrinsic's operand table or the access mask.
+
+    Example: for ``ptx_ldmatrix(..., region_data(A_warp[0, 0], A_warp[0, 7]), ...,
+    access_ptr(region_data(S[r, c], S[r + 15, c + 15]), ..., 1), ...)`` it is
+    ``[(A_warp[0, 0], A_warp[0, 7], WRITES), (S[r, c], S[r + 15, c + 15], READS)]``.
+    """
+    known = lookup_or_none(call.op)
+    if known in (REGION_DATA, REGION_OFFSET, ACCESS_PTR):
+        return []
+    modes = _OPERAND_MODES.get(known.name, {}) if known is not None else {}
+    found = []
+    for position, arg in enumerate(call.args):
+        mode = modes.get(position, READS | WRITES)
+        if isinstance(arg, Call) and ACCESS_PTR.matches(arg):
+            mask = arg.args[3]
+            mode = mask.value if isinstance(mask, IntImm) else READS | WRITES
+            arg = arg.args[0]
+        if isinstance(arg, Call) and REGION_DATA.matches(arg):
+            first, last = arg.args
+            if isinstance(first, BufferLoad) and isinstance(last, BufferLoad):
+                found.append((first, last, mode))
+    return found
+
+
 def address_of(buffer: Buffer, index: PrimExpr | int) -> Call:
     """``&buffer[index]`` of a 1-D buffer. Example: ``address_of(A_1, f * 128)``."""
     from tilewright.ir import op

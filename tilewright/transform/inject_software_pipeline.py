@@ -38,6 +38,7 @@ from tilewright.ir import (
     Buffer,
     BufferLoad,
     BufferStore,
+    Call,
     For,
     ForKind,
     IntImm,
@@ -263,6 +264,11 @@ def _accessed(stmt: Stmt, stores: bool) -> set[Var]:
             found.add(node.buffer.data)
         if not stores and isinstance(node, BufferLoad):
             found.add(node.buffer.data)
+        if isinstance(node, Call):  # storage an intrinsic reads or writes by address
+            wanted = intrinsics.WRITES if stores else intrinsics.READS
+            found.update(
+                f.buffer.data for f, _, m in intrinsics.region_accesses(node) if m & wanted
+            )
 
     post_order_visit(stmt, visit)
     return found

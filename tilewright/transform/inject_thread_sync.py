@@ -21,6 +21,7 @@ from tilewright.ir import (
     AttrStmt,
     BufferLoad,
     BufferStore,
+    Call,
     Evaluate,
     For,
     ForKind,
@@ -280,6 +281,18 @@ class _Planner:
             def visit_BufferStore(self, store: BufferStore) -> None:
                 self.visit((store.value, store.indices))
                 planner.record(found, store.buffer.data, store.indices, write=True)
+
+            def visit_Call(self, call: Call) -> None:
+                self.generic_visit(call)
+                # A region an intrinsic reaches by address: any of its elements, from any
+                # thread (an index no analysis can prove private).
+                for first, _, mode in intrinsics.region_accesses(call):
+                    if first.buffer.data in planner.shared:
+                        anywhere = Var("region", first.indices[0].dtype)
+                        for write in (False, True):
+                            if mode & (intrinsics.WRITES if write else intrinsics.READS):
+                                varying = frozenset({anywhere})
+                                found.append(_Access(first.buffer.data, anywhere, write, varying))
 
         _Find().visit(node)
         return found

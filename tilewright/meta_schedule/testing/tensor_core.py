@@ -52,7 +52,7 @@ def mma_matmul(
     return main
 
 
-def fragment_layout(i, j):  # noqa: ANN001, ANN201 - an index map, called with expressions
+def fragment_layout(i, j):
     """A 2-D tile's element (i, j) → (tile row, tile column, lane, register)."""
     return (i // 16, j // 16, *shared_16x16_to_ldmatrix_32x8_layout(i % 16, j % 16))
 
@@ -67,13 +67,18 @@ def schedule_mma(
     frags_n: int = 4,
     k_frags: int = 2,
     stages: int = 2,
+    fragment_stages: int = 1,
+    unroll: bool = True,
     in_dtype: str = "float16",
     out_dtype: str = "float32",
 ) -> Schedule:
     """Schedule the GEMM block ``block`` of ``sch`` for the tensor cores (module docstring).
 
     The block tile is ``(16 * warps_m * frags_m) x (16 * warps_n * frags_n)``, the k tile
-    ``16 * k_frags``; the sizes must divide the GEMM's. Returns ``sch``.
+    ``16 * k_frags``; the sizes must divide the GEMM's. ``stages`` shared-memory buffers
+    pipeline the global fetch; with ``fragment_stages`` 2 each warp loads the fragments of
+    step k + 1 while it multiplies those of step k; ``unroll`` writes out the loops over
+    fragments (constant register indices). Returns ``sch``.
     """
     intrins = get_mma_intrin_group("shared", "global", in_dtype, out_dtype, False, False)
     threads = warps_m * warps_n
@@ -102,7 +107,7 @@ def schedule_mma(
         sch.vectorize(lanes)
         sch.storage_align(tile, 0, axis=-2, factor=32, offset=8)
 
-    loads = []
+    loads, unrolled = [], [k1, i2, j2]
     for index in (0, 1):
         fragment = sch.cache_read(outer, index, "warp")
         sch.compute_at(fragment, k1)
@@ -112,6 +117,7 @@ def schedule_mma(
         sch.reorder(a0, b0, a1, b1)
         sch.transform_layout(fragment, ("write", 0), fragment_layout)
         loads.append(a1)
+        unrolled += [a0, b0]
     store = sch.cache_write(outer, 0, "warp")
     sch.reverse_compute_at(store, warp)
     a, b = sch.get_loops(store)[-2:]
@@ -119,14 +125,21 @@ def schedule_mma(
     b0, b1 = sch.split(b, [None, 16])
     sch.reorder(a0, b0, a1, b1)
     sch.transform_layout(store, ("read", 0), fragment_layout)
+    unrolled += [a0, b0]
     init = sch.decompose_reduction(outer, k0)
+    unrolled += sch.get_loops(init)[-2:]
 
     sch.tensorize(loads[0], intrins["load_a"])
     sch.tensorize(loads[1], intrins["load_b"])
     sch.tensorize(sch.get_loops(gemm)[-3], intrins["compute"])
     sch.tensorize(sch.get_loops(sch.get_child_blocks(init)[0])[-2], intrins["init"])
     sch.tensorize(a1, intrins["store"])
+    if unroll:
+        for loop in unrolled:
+            sch.unroll(loop)
     if stages > 1:  # fetch tile k0 + stages - 1 (cp.async) while computing tile k0
         sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
         sch.annotate(k0, "software_pipeline_async_stages", [0])
+    if fragment_stages > 1:  # ldmatrix of step k1 + 1 while mma.sync computes step k1
+        sch.annotate(k1, "software_pipeline_stage", [0, 0, fragment_stages - 1])
     return sch
