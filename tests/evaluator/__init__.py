@@ -9,7 +9,11 @@ tests can afford hundreds of programs, and then executed:
 - ``statements.py``: the one statement translator (loops, lets, stores, allocations, effects);
 - ``blocks.py``: the block layer (iterator bindings, predicates, init blocks, buffer views);
 - ``threads.py``: the GPU layer (thread indices, barriers, shared and local memory);
-- ``memory.py``: storage, bounds checks, byte copies, and the watched arrays several threads see;
+- ``warps.py``: values the threads exchange (shuffles, allreduces, warp-collective operands);
+- ``async_copies.py``: ``cp.async`` copies, their groups and waits;
+- ``tensor_cores.py``: ``ldmatrix``, ``mma.sync``, ``mma_fill``, ``mma_store`` on PTX fragments;
+- ``memory.py``: storage, bounds checks, byte copies, region pointers, and the watched arrays
+  several threads see;
 - ``races.py``: the race detector of a launch, on global and shared memory alike;
 - ``machine.py``: compilation, the lockstep scheduler of a block's threads, the entry points.
 

@@ -258,7 +258,8 @@ class ExprTranslator:
         if not (isinstance(first, ir.BufferLoad) and isinstance(last, ir.BufferLoad)):
             raise TypeError(f"evaluator: {e.op} names its region by two loads")
         if first.buffer.data != last.buffer.data:
-            raise TypeError(f"evaluator: {e.op} of loads from {first.buffer.name}, {last.buffer.name}")
+            names = f"{first.buffer.name} and {last.buffer.name}"
+            raise TypeError(f"evaluator: {e.op} of loads from {names}")
         storage, start = self.locate(first.buffer, first.indices)
         if not data:
             return start

@@ -55,6 +55,12 @@ def address(storage: np.ndarray | Watched | WatchedView, index: int) -> Address:
 
 def copy_bytes(dst: Address, src: Address, nbytes: int) -> None:
     """``tw.cuda.copy_bytes``: one aligned transfer of ``nbytes`` bytes."""
+    check_transfer(dst, src, nbytes)
+    dst.memory[dst.offset : dst.offset + nbytes] = src.memory[src.offset : src.offset + nbytes]
+
+
+def check_transfer(dst: Address, src: Address, nbytes: int) -> None:
+    """Checks an aligned transfer of ``nbytes`` bytes and logs its accesses."""
     for side in (dst, src):
         if side.offset % nbytes:
             raise AssertionError(f"misaligned {nbytes}-byte copy at byte {side.offset}")
@@ -64,7 +70,6 @@ def copy_bytes(dst: Address, src: Address, nbytes: int) -> None:
         src.watched.touch_bytes(src.offset, nbytes, write=False)
     if dst.watched is not None:
         dst.watched.touch_bytes(dst.offset, nbytes, write=True)
-    dst.memory[dst.offset : dst.offset + nbytes] = src.memory[src.offset : src.offset + nbytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +88,8 @@ class Pointer:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.storage.dtype if isinstance(self.storage, np.ndarray) else self.storage.data.dtype
+        storage = self.storage
+        return storage.dtype if isinstance(storage, np.ndarray) else storage.data.dtype
 
     def shifted(self, offset: int, mask: int) -> Pointer:
         """``tvm_access_ptr(self, offset, extent, mask)``."""
@@ -109,7 +115,9 @@ class Pointer:
         return elements
 
 
-def region(storage: np.ndarray | Watched | WatchedView, first: int, last: int, name: str) -> Pointer:
+def region(
+    storage: np.ndarray | Watched | WatchedView, first: int, last: int, name: str
+) -> Pointer:
     """``tw.region_data(first load, last load)``: the storage, bounded by the region."""
     return Pointer(storage, int(first), int(last), name)
 

@@ -87,15 +87,16 @@ def mma_offer(types: tuple[np.dtype, ...], *operands: Any) -> tuple[np.ndarray, 
     )
     for fragment, dtype, pointer, name in zip(fragments, types, operands[0::2], "ABC"):
         if fragment.dtype != dtype:
-            raise AssertionError(f"ptx_mma: {name} ({pointer.name}) holds {fragment.dtype}, not {dtype}")
+            held = f"{name} ({pointer.name}) holds {fragment.dtype}"
+            raise AssertionError(f"ptx_mma: {held}, not {dtype}")
     return fragments
 
 
 def _multiply(offers: list[tuple[np.ndarray, ...]], accumulator: np.dtype) -> np.ndarray:
     """The warp's D fragments (32 lanes x 4) from its lanes' A, B, C fragments."""
-    a, b, c = np.zeros((16, 16), "float32"), np.zeros((16, 8), "float32"), np.zeros((16, 8), "float32")
+    a, b, c = (np.zeros(shape, "float32") for shape in ((16, 16), (16, 8), (16, 8)))
     for matrix, fragment, i in ((a, A_FRAGMENT, 0), (b, B_FRAGMENT, 1), (c, C_FRAGMENT, 2)):
-        matrix[fragment] = np.stack([o[i] for o in offers]).astype("float32")
+        matrix[fragment] = np.stack([o[i] for o in offers])
     d = (a @ b + c).astype(accumulator)
     return d[C_FRAGMENT]
 
@@ -142,7 +143,8 @@ def _check_scope(arg: ir.PrimExpr, scope: str, what: str) -> None:
     if isinstance(arg, ir.Call) and intrinsics.REGION_DATA.matches(arg):
         buffer = arg.args[0].buffer  # type: ignore[attr-defined]
         if not buffer.scope.startswith(scope):
-            raise TypeError(f"evaluator: {what} is in {scope} memory, not {buffer.scope} {buffer.name}")
+            where = f"{buffer.scope} {buffer.name}"
+            raise TypeError(f"evaluator: {what} is in {scope} memory, not in {where}")
 
 
 class TensorCoreTranslator:
@@ -175,8 +177,8 @@ class TensorCoreTranslator:
             raise TypeError(f"evaluator: ldmatrix of {count} matrices of {kind} (1, 2, 4 of .b16)")
         _check_scope(local, "local", "ldmatrix's destination")
         _check_scope(smem, "shared", "ldmatrix's source")
-        brought = f"{constant(ldmatrix_offer)}(_t, {flag}, {count}, {expr(smem)}, {expr(smem_offset)})"
-        emit(f"{constant(offer)}(_t, {brought})")
+        source = f"{expr(smem)}, {expr(smem_offset)}"
+        emit(f"{constant(offer)}(_t, {constant(ldmatrix_offer)}(_t, {flag}, {count}, {source}))")
         emit(f"yield {constant(intrinsics.PTX_LDMATRIX)}")
         emit(f"{constant(ldmatrix_take)}(_t, {flag}, {count}, {expr(local)}, {expr(local_offset)})")
 

@@ -2,8 +2,9 @@
 
 The function becomes a generator: a thread-bound loop reads the thread's index (and checks its
 extent against the launch), a barrier yields, so that the machine can run a block's threads in
-lockstep, phase by phase. ``shared`` buffers exist once per block, and their accesses go through
-``memory.Watched`` to the race checks (``races.py``); ``local`` ones are allocated per thread.
+lockstep, phase by phase (warp-collective intrinsics yield too, ``warps.py``). ``shared``
+buffers exist once per block, and their accesses go through ``memory.Watched`` to the race
+checks (``races.py``); ``local`` ones are allocated per thread.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 from tilewright import ir
 from tilewright.ir import Buffer, intrinsics
 
+from .async_copies import AsyncCopyTranslator
 from .blocks import BlockTranslator
 from .memory import np_dtype
+from .tensor_cores import TensorCoreTranslator
 from .warps import WarpTranslator
 
 
@@ -20,8 +23,9 @@ def is_shared(buffer: Buffer) -> bool:
     return buffer.scope.startswith("shared")
 
 
-class ThreadTranslator(WarpTranslator, BlockTranslator):
-    """Statements as one thread of a kernel runs them (shuffles and allreduces: ``warps.py``)."""
+class ThreadTranslator(TensorCoreTranslator, AsyncCopyTranslator, WarpTranslator, BlockTranslator):
+    """Statements as one thread of a kernel runs them (shuffles and allreduces: ``warps.py``;
+    ``cp.async``: ``async_copies.py``; ``ldmatrix``, ``mma`` and friends: ``tensor_cores.py``)."""
 
     def prologue(self) -> None:
         self.emit("_tid = _t.id")

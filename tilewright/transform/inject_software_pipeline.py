@@ -3,7 +3,8 @@ the buffers passed between stages multi-buffered.
 
 A loop whose body is ``m`` statements (after the allocations at its top) may carry
 ``software_pipeline_stage = [s_0, ..., s_{m-1}]`` and ``software_pipeline_order`` (a
-permutation: the order the statements take in the new body; default as written). Statement
+permutation, TVM's: statement ``i`` takes position ``order[i]`` in the new body; default as
+written). Statement
 ``i`` of iteration ``k`` then runs in step ``k + s_i`` of ``N + max(s)`` steps: with stages
 ``[0, 0, 1]`` the fetches of tile ``k + 1`` share a step with the compute of tile ``k``. A
 buffer allocated in the loop body and read ``d`` stages after it is written gets ``d + 1``
@@ -128,9 +129,12 @@ class _Pipeline:
                 f"{STAGE} {self.stages} must give a stage >= 0 to each of the {count} "
                 "statements of its body"
             )
-        self.order = _ints(loop, ORDER, table[ORDER]) if ORDER in table else list(range(count))
-        if sorted(self.order) != list(range(count)):
-            raise self.error(f"{ORDER} {self.order} is not an order of {count} statements")
+        positions = _ints(loop, ORDER, table[ORDER]) if ORDER in table else list(range(count))
+        if sorted(positions) != list(range(count)):
+            raise self.error(f"{ORDER} {positions} is not an order of {count} statements")
+        # TVM's meaning: statement i takes position positions[i]; self.order lists the
+        # statements in their new order.
+        self.order = sorted(range(count), key=positions.__getitem__)
         self.kept = tuple((k, v) for k, v in loop.annotations if k not in (STAGE, ORDER, ASYNC))
         asked = set(_ints(loop, ASYNC, table[ASYNC])) if ASYNC in table else set()
         if asked - set(self.stages):

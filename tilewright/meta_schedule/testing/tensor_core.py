@@ -68,6 +68,7 @@ def schedule_mma(
     k_frags: int = 2,
     stages: int = 2,
     fragment_stages: int = 1,
+    compute_first: bool = False,
     unroll: bool = True,
     in_dtype: str = "float16",
     out_dtype: str = "float32",
@@ -78,7 +79,8 @@ def schedule_mma(
     ``16 * k_frags``; the sizes must divide the GEMM's. ``stages`` shared-memory buffers
     pipeline the global fetch; with ``fragment_stages`` 2 each warp loads the fragments of
     step k + 1 while it multiplies those of step k; ``unroll`` writes out the loops over
-    fragments (constant register indices). Returns ``sch``.
+    fragments (constant register indices); ``compute_first`` orders each pipelined step as
+    compute, then fetch (one barrier a step instead of two). Returns ``sch``.
     """
     intrins = get_mma_intrin_group("shared", "global", in_dtype, out_dtype, False, False)
     threads = warps_m * warps_n
@@ -140,6 +142,8 @@ def schedule_mma(
     if stages > 1:  # fetch tile k0 + stages - 1 (cp.async) while computing tile k0
         sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
         sch.annotate(k0, "software_pipeline_async_stages", [0])
+        if compute_first:
+            sch.annotate(k0, "software_pipeline_order", [1, 2, 0])
     if fragment_stages > 1:  # ldmatrix of step k1 + 1 while mma.sync computes step k1
         sch.annotate(k1, "software_pipeline_stage", [0, 0, fragment_stages - 1])
     return sch
