@@ -43,6 +43,7 @@ GPU_STAGES = [
     "lower_vthread",
     "inject_software_pipeline",
     "apply_storage_align",
+    "lower_warp_memory",
     "flatten_buffers",
     "lower_thread_allreduce",
     "unroll_loops",
