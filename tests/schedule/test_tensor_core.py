@@ -1,7 +1,8 @@
 """Tensor cores: blockize moving a reduction's init out to the outer block (TVM's), the mma
 intrinsics of ``tilewright.tir.tensor_intrin.cuda`` (registered, parsed, grouped), tensorize
 with them in the hand GEMM schedule (trace replay, CUDA text, NVRTC for sm_80 and sm_90), what
-tensorize refuses, and, on a GPU, the tensorized kernels computing ``A @ B``."""
+tensorize refuses, and the tensorized kernels computing ``A @ B`` on the lockstep evaluator
+(and, gpu-marked, on a GPU)."""
 
 # ruff: noqa: E501 - expected scripts keep one statement per line
 
@@ -10,29 +11,24 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from evaluator import run_module, threads
+from evaluator import run_module
 from schedule_checks import check_refused, check_schedule
 from schedule_corpus import matmul
 
 import tilewright as tw
 from tilewright import config
 from tilewright.codegen import codegen_cuda
-from tilewright.ir import PrimFunc, assert_structural_equal
+from tilewright.ir import Allocate, Buffer, PrimFunc, assert_structural_equal, post_order_visit
 from tilewright.meta_schedule.testing.tensor_core import fragment_layout, mma_matmul, schedule_mma
 from tilewright.runtime.cuda_runtime import device_count
 from tilewright.runtime.cuda_runtime.nvrtc import compile_cuda, nvrtc_version
-from tilewright.schedule import Schedule
+from tilewright.schedule import BlockRV, LoopRV, Schedule
 from tilewright.script import tir as T
 from tilewright.tir import TensorIntrin
 from tilewright.tir.tensor_intrin import cuda
 
 needs_nvrtc = pytest.mark.skipif(nvrtc_version() is None, reason="NVRTC is not installed")
 needs_gpu = pytest.mark.skipif(device_count() == 0, reason="needs a CUDA GPU")
-# The lockstep evaluator runs ldmatrix / mma.sync / cp.async once its GPU layer has them.
-needs_mma_evaluator = pytest.mark.skipif(
-    not hasattr(threads, "TensorCoreTranslator"),
-    reason="the evaluator does not run tensor-core intrinsics",
-)
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +73,7 @@ def matmul_reduction_blockized(
                     C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 
 
-def _tiled_matmul(k_factor: int | None) -> tuple[Schedule, object]:
+def _tiled_matmul(k_factor: int | None) -> tuple[Schedule, LoopRV]:
     """The corpus matmul tiled 4 x 4 (x ``k_factor`` when given), ready to blockize at i_1."""
     sch = Schedule(matmul)
     i, j, k = sch.get_loops("C")
@@ -255,10 +251,18 @@ def test_schedule_mma_tensorizes_and_replays(in_dtype: str, out_dtype: str, stag
     sch, original = _schedule_mma(in_dtype, out_dtype, stages)
     group = cuda.get_mma_intrin_group("shared", "global", in_dtype, out_dtype, False, False)
     assert sorted(_tensorized(sch)) == sorted(group.values())
-    check_schedule(sch, original, numeric=False)  # no evaluator for ptx_mma
+    check_schedule(sch, original, numeric=False)  # numbers: on the lowered kernel below
     text = sch.mod.script()
     assert text.count('"ptx_ldmatrix"') == 2 and text.count('"ptx_mma"') == 2
     assert text.count('"mma_fill"') == 1 and text.count('"mma_store"') == 1
+
+
+def _allocations(func: PrimFunc) -> list[Buffer]:
+    found: list[Buffer] = []
+    post_order_visit(
+        func.body, lambda n: found.append(n.buffer) if isinstance(n, Allocate) else None
+    )
+    return found
 
 
 @pytest.mark.parametrize("in_dtype, out_dtype, stages", list(VARIANTS))
@@ -287,9 +291,8 @@ def test_schedule_mma_cuda_source_and_nvrtc(in_dtype: str, out_dtype: str, stage
 def _inputs(n: int, m: int, k: int, in_dtype: str, seed: int = 0) -> tuple[np.ndarray, ...]:
     np_dtype = ml_dtypes.bfloat16 if in_dtype == "bfloat16" else np.float16
     rng = np.random.default_rng(seed)
-    return rng.standard_normal((n, k)).astype(np_dtype), rng.standard_normal((k, m)).astype(
-        np_dtype
-    )
+    a = rng.standard_normal((n, k)).astype(np_dtype)
+    return a, rng.standard_normal((k, m)).astype(np_dtype)
 
 
 def _check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray, out_dtype: str) -> None:
@@ -300,7 +303,6 @@ def _check_product(got: np.ndarray, a: np.ndarray, b: np.ndarray, out_dtype: str
     np.testing.assert_allclose(got.astype("float64"), want, rtol=tolerance, atol=tolerance * scale)
 
 
-@needs_mma_evaluator
 @pytest.mark.parametrize("in_dtype, out_dtype, stages", list(VARIANTS))
 def test_schedule_mma_computes_a_times_b_on_the_evaluator(
     in_dtype: str, out_dtype: str, stages: int
@@ -310,16 +312,6 @@ def test_schedule_mma_computes_a_times_b_on_the_evaluator(
     c = np.full((32, 32), np.nan, out_dtype)  # mma_fill must zero every accumulator
     got = run_module(tw.lower(sch.mod, "cuda"), "main", a, b, c)[2]
     _check_product(got, a, b, out_dtype)
-
-
-def _allocations(func: PrimFunc) -> list:
-    from tilewright.ir import Allocate, post_order_visit
-
-    found = []
-    post_order_visit(
-        func.body, lambda n: found.append(n.buffer) if isinstance(n, Allocate) else None
-    )
-    return found
 
 
 @needs_nvrtc
@@ -346,7 +338,7 @@ def matmul_nt(A: T.Buffer((16, 16), "float16"), B: T.Buffer((16, 16), "float16")
 
 def _one_tile(
     func: PrimFunc, *, a_scope: str | None = "shared", layout: bool = True
-) -> tuple[Schedule, list]:
+) -> tuple[Schedule, list[BlockRV]]:
     """One warp computing a 16x16 tile: A and B fetched to ``shared`` (A read from global when
     ``a_scope`` is None), the fragments cached in ``warp`` buffers (in the fragment layout when
     ``layout``); returns the schedule and the blocks (A load, B load, gemm, init, store)."""
@@ -377,7 +369,7 @@ def _one_tile(
     return sch, [*loads, gemm, init, store]
 
 
-def _tensorize_all(sch: Schedule, blocks: list, group: dict[str, str]) -> None:
+def _tensorize_all(sch: Schedule, blocks: list[BlockRV], group: dict[str, str]) -> None:
     load_a, load_b, gemm, init, store = blocks
     sch.tensorize(sch.get_loops(load_a)[-2], group["load_a"])
     sch.tensorize(sch.get_loops(load_b)[-2], group["load_b"])
@@ -392,13 +384,30 @@ def test_one_tile_tensorizes_with_b_row_or_column_major(func: PrimFunc, trans_b:
     group = cuda.get_mma_intrin_group("shared", "global", "float16", "float32", False, trans_b)
     _tensorize_all(sch, blocks, group)
     check_schedule(sch, func, numeric=False)
+    # Each tensorized block touches the regions the implementation's root block declares.
+    regions = {}
+    for name in ("A_shared_warp_o", "C_init_o", "C_update_o", "C_warp_o"):
+        block = sch.get(sch.get_block(name))
+        regions[name] = ([str(r) for r in block.reads], [str(r) for r in block.writes])
+    assert regions == {
+        "A_shared_warp_o": (["A_shared[0:16, 0:16]"], ["A_shared_warp[0, 0, 0:32, 0:8]"]),
+        "C_init_o": ([], ["C_warp[vi_o, 0, 0:32, 0:8]"]),
+        "C_update_o": (
+            [
+                "C_warp[vi_o, 0, 0:32, 0:8]",
+                "A_shared_warp[vi_o, 0, 0:32, 0:8]",
+                "B_shared_warp[0, 0, 0:32, 0:8]",
+            ],
+            ["C_warp[vi_o, 0, 0:32, 0:8]"],
+        ),
+        "C_warp_o": (["C_warp[0, 0, 0:32, 0:8]"], ["C[0:16, 0:16]"]),
+    }
     text = codegen_cuda(tw.lower(sch.mod, "cuda"))
     assert text.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 1 + trans_b
     assert text.count("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") == 1 - trans_b
     assert text.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == 2
 
 
-@needs_mma_evaluator
 @pytest.mark.parametrize("func, trans_b", [(mma_matmul(16, 16, 16), False), (matmul_nt, True)])
 def test_one_tile_computes_a_times_b_on_the_evaluator(func: PrimFunc, trans_b: bool) -> None:
     sch, blocks = _one_tile(func)
@@ -461,24 +470,12 @@ def test_mma_with_the_wrong_b_layout_is_refused() -> None:
     sch.tensorize(gemm, "mma_f16f16f32_trans_b")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Schedule.tensorize of a loop commits the blockize before matching: a refused "
-    "tensorize leaves the blockized module and a blockize instruction behind (TVM blockizes "
-    "in memory and replaces only on success)",
-)
 def test_a_refused_tensorize_of_a_loop_changes_nothing() -> None:
     sch, blocks = _one_tile(mma_matmul(16, 16, 16), layout=False)
     loop = sch.get_loops(blocks[0])[-2]
     check_refused(sch, lambda: sch.tensorize(loop, "mma_ldmatrix_f16_a"), "moves with loop")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tensorize does not compare buffer scopes with desc's (TVM's TensorizeComparator "
-    "does): ldmatrix is accepted on a global buffer and the kernel passes a global pointer to "
-    "__cvta_generic_to_shared / ldmatrix.shared",
-)
 def test_ldmatrix_onto_a_global_buffer_is_refused() -> None:
     sch, blocks = _one_tile(mma_matmul(16, 16, 16), a_scope=None)
     load_a = sch.blockize(sch.get_loops(blocks[0])[-2])

@@ -387,12 +387,18 @@ class BlockMethods:
             TensorIntrin.register("my.dot4", dot4_desc, dot4_impl)
             sch.tensorize(k_1, "my.dot4")
         """
-        if isinstance(block_or_loop, LoopRV):
-            block_or_loop = self.blockize(block_or_loop, preserve_unit_iters)
         intrin = TensorIntrin.get(str(tensor_intrin))
         assert intrin is not None  # get raises for an unknown name
-        target, site = self._block(block_or_loop, "tensorize")
-        func = tensorize_.tensorize(site, intrin)
+        # A refusal leaves the schedule as it was: the blockize of a loop is undone too.
+        state, count = self._state.copy(), len(self._insts)
+        try:
+            if isinstance(block_or_loop, LoopRV):
+                block_or_loop = self.blockize(block_or_loop, preserve_unit_iters)
+            target, site = self._block(block_or_loop, "tensorize")
+            func = tensorize_.tensorize(site, intrin)
+        except ScheduleError:
+            self._state, self._insts[count:] = state, []
+            raise
         self._state.commit(site.func_name, func)
         self._record("tensorize", (target,), (intrin.name, bool(preserve_unit_iters)))
 

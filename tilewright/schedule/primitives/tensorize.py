@@ -221,6 +221,8 @@ class _Matcher:
             raise _Mismatch(f"desc accesses {d.name}, which is not one of its parameters")
         if d.dtype != t.dtype:
             raise _Mismatch(f"buffer {t.name} is {t.dtype}, desc's {d.name} {d.dtype}")
+        if d.scope != t.scope:
+            raise _Mismatch(f"buffer {t.name} is in {t.scope} memory, desc's {d.name} in {d.scope}")
         lead = len(t_indices) - len(d_indices)
         if lead < 0:
             raise _Mismatch(f"buffer {t.name} has fewer dimensions than desc's {d.name}")
