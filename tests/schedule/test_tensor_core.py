@@ -209,7 +209,6 @@ def test_get_mma_intrin_group() -> None:
         (("shared", "global", "float32", "float32", False, False), "no mma intrinsics for float32 inputs and float32"),
         (("shared", "global", "int8", "int32", False, False), "no mma intrinsics for int8 inputs and int32"),
         (("shared", "global", "bfloat16", "float16", False, False), "bfloat16 inputs accumulate in float32"),
-        (("shared", "global", "float16", "float32", True, False), "transposed A"),
         (("global", "global", "float16", "float32", False, False), "load_scope is shared or shared.dyn, not 'global'"),
         (("shared", "local", "float16", "float32", False, False), "store_scope is global, shared or shared.dyn, not 'local'"),
     ],
@@ -336,6 +335,28 @@ def matmul_nt(A: T.Buffer((16, 16), "float16"), B: T.Buffer((16, 16), "float16")
             C[vi, vj] = C[vi, vj] + T.Cast("float32", A[vi, vk]) * T.Cast("float32", B[vj, vk])
 
 
+@T.prim_func
+def matmul_tn(A: T.Buffer((16, 16), "float16"), B: T.Buffer((16, 16), "float16"),
+              C: T.Buffer((16, 16), "float32")):  # fmt: skip
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + T.Cast("float32", A[vk, vi]) * T.Cast("float32", B[vk, vj])
+
+
+@T.prim_func
+def matmul_tt(A: T.Buffer((16, 16), "float16"), B: T.Buffer((16, 16), "float16"),
+              C: T.Buffer((16, 16), "float32")):  # fmt: skip
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + T.Cast("float32", A[vk, vi]) * T.Cast("float32", B[vj, vk])
+
+
 def _one_tile(
     func: PrimFunc, *, a_scope: str | None = "shared", layout: bool = True
 ) -> tuple[Schedule, list[BlockRV]]:
@@ -408,15 +429,28 @@ def test_one_tile_tensorizes_with_b_row_or_column_major(func: PrimFunc, trans_b:
     assert text.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == 2
 
 
-@pytest.mark.parametrize("func, trans_b", [(mma_matmul(16, 16, 16), False), (matmul_nt, True)])
-def test_one_tile_computes_a_times_b_on_the_evaluator(func: PrimFunc, trans_b: bool) -> None:
+@pytest.mark.parametrize(
+    "func, trans_a, trans_b",
+    [
+        (mma_matmul(16, 16, 16), False, False),
+        (matmul_nt, False, True),
+        (matmul_tn, True, False),
+        (matmul_tt, True, True),
+    ],
+)
+def test_one_tile_computes_a_times_b_on_the_evaluator(
+    func: PrimFunc, trans_a: bool, trans_b: bool
+) -> None:
     sch, blocks = _one_tile(func)
-    group = cuda.get_mma_intrin_group("shared", "global", "float16", "float32", False, trans_b)
+    group = cuda.get_mma_intrin_group("shared", "global", "float16", "float32", trans_a, trans_b)
     _tensorize_all(sch, blocks, group)
+    check_schedule(sch, func, numeric=False)
     a, b = _inputs(16, 16, 16, "float16", seed=1)
     c = np.full((16, 16), np.nan, "float32")
-    b_stored = np.ascontiguousarray(b.T) if trans_b else b  # matmul_nt takes B as n x k
-    got = run_module(tw.lower(sch.mod, "cuda"), "main", a, b_stored, c)[2]
+    # matmul_nt takes B as n x k, matmul_tn A as k x m.
+    a_stored = np.ascontiguousarray(a.T) if trans_a else a
+    b_stored = np.ascontiguousarray(b.T) if trans_b else b
+    got = run_module(tw.lower(sch.mod, "cuda"), "main", a_stored, b_stored, c)[2]
     _check_product(got, a, b, "float32")
 
 

@@ -10,8 +10,9 @@ stores its warp buffers in this layout with ``transform_layout`` and then tensor
 * ``mma_ldmatrix_{f16,bf16}_{a,b}[_trans][_dyn]``: a 16x16 tile of shared memory (``_dyn``:
   ``shared.dyn``) into the warp buffer with one ``ldmatrix.x4`` (``.trans`` for a row-major
   B). ``_trans`` reads a tile stored transposed (A as k x m, B as n x k).
-* ``mma_{f16f16f32,f16f16f16,bf16bf16f32}[_trans_b]``: C (16x16) += A (16x16) * B (16x16) as
-  two ``mma.sync.aligned.m16n8k16``.
+* ``mma_{f16f16f32,f16f16f16,bf16bf16f32}[_trans_a][_trans_b]``: C (16x16) += A (16x16) *
+  B (16x16) as two ``mma.sync.aligned.m16n8k16``, the operands loaded by the matching
+  ldmatrix.
 * ``mma_fill_16x16_{f32,f16}``: zero an accumulator tile.
 * ``mma_store_16x16_{f32,f16}_{global,shared,shared_dyn}_``: an accumulator tile to memory.
 
@@ -115,12 +116,17 @@ def _ldmatrix(dtype: str, operand: str, transposed: bool, scope: str) -> tuple:
     return desc, impl
 
 
-def _mma(in_dtype: str, out_dtype: str, b_transposed: bool) -> tuple:
+def _mma(in_dtype: str, out_dtype: str, a_transposed: bool, b_transposed: bool) -> tuple:
     layout = shared_16x16_to_ldmatrix_32x8_layout
     names = (_PTX[in_dtype], _PTX[in_dtype], _PTX[out_dtype])
 
     def widen(value: PrimExpr) -> PrimExpr:
         return value if in_dtype == out_dtype else op.cast(value, out_dtype)
+
+    # A transposed operand was loaded by its _trans ldmatrix, whose description stores
+    # element (row, column) of the tile as it is kept (k x m for A, n x k for B).
+    def a_index(i: PrimExpr, k: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
+        return layout(k, i) if a_transposed else layout(i, k)
 
     def b_index(k: PrimExpr, j: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
         return layout(j, k) if b_transposed else layout(k, j)
@@ -137,7 +143,7 @@ def _mma(in_dtype: str, out_dtype: str, b_transposed: bool) -> tuple:
                 with T.block("C"):
                     vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                     lane_c, local_c = T.meta_var(layout(vi, vj))
-                    lane_a, local_a = T.meta_var(layout(vi, vk))
+                    lane_a, local_a = T.meta_var(a_index(vi, vk))
                     lane_b, local_b = T.meta_var(b_index(vk, vj))
                     T.reads(C[lane_c, local_c], A[lane_a, local_a], B[lane_b, local_b])
                     T.writes(C[lane_c, local_c])
@@ -281,8 +287,14 @@ def _register_all() -> dict[str, str]:
         ("bfloat16", "float32"),
     ):
         base = f"{_SHORT[in_dtype]}{_SHORT[in_dtype]}{_SHORT[out_dtype]}"
-        add(f"MMA_{base}_INTRIN", f"mma_{base}", _mma(in_dtype, out_dtype, False))
-        add(f"MMA_{base}_TRANS_B_INTRIN", f"mma_{base}_trans_b", _mma(in_dtype, out_dtype, True))
+        for trans_a in (False, True):
+            for trans_b in (False, True):
+                suffix = ("_trans_a" if trans_a else "") + ("_trans_b" if trans_b else "")
+                add(
+                    f"MMA_{base}{suffix.upper()}_INTRIN",
+                    f"mma_{base}{suffix}",
+                    _mma(in_dtype, out_dtype, trans_a, trans_b),
+                )
     for dtype in ("float32", "float16"):
         short = _SHORT[dtype]
         add(f"MMA_fill_16x16_{short}_INTRIN", f"mma_fill_16x16_{short}", _fill(dtype))
@@ -321,19 +333,17 @@ def get_mma_intrin_group(
         )
     if in_dtype == "bfloat16" and out_dtype != "float32":
         raise ValueError("bfloat16 inputs accumulate in float32")
-    if trans_a:
-        raise ValueError("mma intrinsics for a transposed A are not registered (trans_a=False)")
     if load_scope not in ("shared", "shared.dyn"):
         raise ValueError(f"load_scope is shared or shared.dyn, not {load_scope!r}")
     if store_scope not in ("global", "shared", "shared.dyn"):
         raise ValueError(f"store_scope is global, shared or shared.dyn, not {store_scope!r}")
     a, out = _SHORT[in_dtype], _SHORT[out_dtype]
     dyn = "_dyn" if load_scope == "shared.dyn" else ""
-    trans = "_trans" if trans_b else ""
+    suffix = ("_trans_a" if trans_a else "") + ("_trans_b" if trans_b else "")
     return {
         "init": f"mma_fill_16x16_{out}",
-        "load_a": f"mma_ldmatrix_{a}_a{dyn}",
-        "load_b": f"mma_ldmatrix_{a}_b{trans}{dyn}",
-        "compute": f"mma_{a}{a}{out}{'_trans_b' if trans_b else ''}",
+        "load_a": f"mma_ldmatrix_{a}_a{'_trans' if trans_a else ''}{dyn}",
+        "load_b": f"mma_ldmatrix_{a}_b{'_trans' if trans_b else ''}{dyn}",
+        "compute": f"mma_{a}{a}{out}{suffix}",
         "store": f"mma_store_16x16_{out}_{store_scope.replace('.', '_')}_",
     }
