@@ -36,23 +36,30 @@ CONFIGS = {
     "128x128, 4 warps of 64x64, k64, 3 stages": dict(
         warps_m=2, warps_n=2, frags_m=4, frags_n=4, k_frags=4, stages=3
     ),
-    "128x128, 4 warps of 64x64, k64, 3 stages, fragments x2": dict(
-        warps_m=2, warps_n=2, frags_m=4, frags_n=4, k_frags=4, stages=3, fragment_stages=2
-    ),
-    "128x128, 4 warps of 64x64, k32, 4 stages, fragments x2": dict(
-        warps_m=2, warps_n=2, frags_m=4, frags_n=4, k_frags=2, stages=4, fragment_stages=2
-    ),
-    "128x128, 8 warps of 64x32, k64, 3 stages, fragments x2": dict(
-        warps_m=2, warps_n=4, frags_m=4, frags_n=2, k_frags=4, stages=3, fragment_stages=2
-    ),
-    "128x128, 8 warps of 32x64, k64, 3 stages, fragments x2": dict(
-        warps_m=4, warps_n=2, frags_m=2, frags_n=4, k_frags=4, stages=3, fragment_stages=2
-    ),
     "128x128, 4 warps of 64x64, k64, 3 stages, compute first": dict(
         warps_m=2, warps_n=2, frags_m=4, frags_n=4, k_frags=4, stages=3, compute_first=True
     ),
-    "128x256, 8 warps of 64x64, k32, 3 stages, fragments x2": dict(
-        warps_m=2, warps_n=4, frags_m=4, frags_n=4, k_frags=2, stages=3, fragment_stages=2
+    "128x128, 4 warps of 64x64, k32, 4 stages, compute first": dict(
+        warps_m=2, warps_n=2, frags_m=4, frags_n=4, k_frags=2, stages=4, compute_first=True
+    ),
+    "128x128, 4 warps of 64x64, k32, 4 stages, compute first, fragments x2": dict(
+        warps_m=2,
+        warps_n=2,
+        frags_m=4,
+        frags_n=4,
+        k_frags=2,
+        stages=4,
+        compute_first=True,
+        fragment_stages=2,
+    ),
+    "128x256, 8 warps of 64x64, k32, 3 stages, compute first": dict(
+        warps_m=2, warps_n=4, frags_m=4, frags_n=4, k_frags=2, stages=3, compute_first=True
+    ),
+    "128x256, 8 warps of 64x64, k32, 4 stages, compute first": dict(
+        warps_m=2, warps_n=4, frags_m=4, frags_n=4, k_frags=2, stages=4, compute_first=True
+    ),
+    "256x128, 8 warps of 64x64, k32, 4 stages, compute first": dict(
+        warps_m=4, warps_n=2, frags_m=4, frags_n=4, k_frags=2, stages=4, compute_first=True
     ),
 }
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}

@@ -101,7 +101,7 @@ class Pointer:
 
     def write(self, elements: np.ndarray | int, values: Value) -> None:
         """Stores ``values`` at ``elements`` past the pointer."""
-        self.storage[self._elements(np.asarray(elements) + 0, 2, "write")] = values
+        self.storage[self._elements(np.asarray(elements), 2, "write")] = values
 
     def _elements(self, elements: np.ndarray, bit: int, what: str) -> np.ndarray:
         if not self.mask & bit:

@@ -10,7 +10,17 @@ import pytest
 
 import tilewright as tw
 from evaluator import DataRace, SharedMemoryRace, run_kernel, run_module
-from tilewright.ir import Evaluate, IRModule, Mutator, PrimFunc, Stmt, intrinsics
+from tilewright.ir import (
+    Evaluate,
+    For,
+    ForKind,
+    IRModule,
+    Mutator,
+    PrimFunc,
+    Stmt,
+    intrinsics,
+    post_order_visit,
+)
 from tilewright.meta_schedule.testing.tensor_core import mma_matmul, schedule_mma
 from tilewright.schedule import Schedule
 from tilewright.schedule.tensor_intrin_cuda import ldmatrix_32x8_to_shared_16x16_layout
@@ -226,3 +236,41 @@ def test_two_warps_storing_one_tile_race():
     )
     with pytest.raises(DataRace, match=message):
         run_kernel(_store_kernel(2), np.zeros(512, "float32"))
+
+
+def _steady_loop(kernel: PrimFunc) -> For:
+    """The pipelined k loop: the serial loop whose body holds the ldmatrix reads."""
+    loops: list[For] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, For) and node.kind is ForKind.SERIAL and "ptx_ldmatrix" in str(node):
+            loops.append(node)
+
+    post_order_visit(kernel.body, visit)
+    return loops[-1]  # post-order: the outermost such loop comes last
+
+
+def test_a_compute_first_pipeline_needs_one_barrier_a_step_and_has_no_race():
+    # Three shared buffers, compute of tile k before the fetch of tile k + 2: the barrier after
+    # the wait orders both the reads of tile k (its copies landed) and the fetch into the
+    # buffer tile k - 1 used (all threads finished reading it). The fetch and the compute of
+    # one step touch different versions ((k + 2) % 3 against k % 3), so need none between.
+    shape = (32, 64, 128)
+    options = dict(warps_m=1, warps_n=2, frags_m=2, frags_n=1, k_frags=1, stages=3)
+    lowered = _lowered(shape, "float16", "float32", compute_first=True, **options)
+    loop = _steady_loop(lowered["main_kernel"])
+    count = [0]
+    post_order_visit(loop.body, lambda n: count.__setitem__(0, count[0] + is_sync(n)))
+    assert count[0] == 1
+    a, b = _inputs(shape, "float16")
+    c = run_module(lowered, "main", a, b, np.full(shape[:2], np.nan, "float32"))[2]
+    expected = a.astype("float32") @ b.astype("float32")
+    np.testing.assert_allclose(c, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+    # The fetch as written first keeps its barrier before the fetch.
+    lowered = _lowered(shape, "float16", "float32", **options)
+    count = [0]
+    post_order_visit(
+        _steady_loop(lowered["main_kernel"]).body,
+        lambda n: count.__setitem__(0, count[0] + is_sync(n)),
+    )
+    assert count[0] == 2

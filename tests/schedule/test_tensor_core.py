@@ -123,13 +123,14 @@ def test_blockize_with_the_whole_reduction_inside_keeps_the_inner_init() -> None
 
 def test_the_intrinsic_set_is_tvms() -> None:
     names = set(cuda.INTRIN_NAMES.values())
-    assert len(names) == 30
+    assert len(names) == 36
     for dtype in ("f16", "bf16"):
         for operand in ("a", "b"):
             for suffix in ("", "_trans", "_dyn", "_trans_dyn"):
                 assert f"mma_ldmatrix_{dtype}_{operand}{suffix}" in names
     for compute in ("f16f16f32", "f16f16f16", "bf16bf16f32"):
-        assert {f"mma_{compute}", f"mma_{compute}_trans_b"} <= names
+        for suffix in ("", "_trans_a", "_trans_b", "_trans_a_trans_b"):
+            assert f"mma_{compute}{suffix}" in names
     for out in ("f32", "f16"):
         assert f"mma_fill_16x16_{out}" in names
         for where in ("global", "shared", "shared_dyn"):

@@ -11,7 +11,7 @@ next iteration conflicts with the end of the previous one gets a barrier at the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import gcd
 
 from tilewright.arith import Analyzer, eval_set, to_form
@@ -23,6 +23,7 @@ from tilewright.ir import (
     BufferStore,
     Call,
     Evaluate,
+    FloorMod,
     For,
     ForKind,
     IfThenElse,
@@ -86,6 +87,7 @@ class _Access:
     index: PrimExpr  # thread variables replaced by one variable per thread tag
     write: bool
     varying: frozenset[Var]  # loop variables that differ between the two sides of a check
+    last: PrimExpr | None = None  # a region reached by address: its last element's index
 
 
 @dataclass
@@ -157,8 +159,8 @@ def _rest_expr(part: tuple[dict[Var, int], LinearForm] | None) -> PrimExpr:
 def _vary(accesses: list[_Access], var: Var) -> list[_Access]:
     out = []
     for access in accesses:
-        if var in collect_vars(access.index):
-            access = _Access(access.data, access.index, access.write, access.varying | {var})
+        if var in collect_vars((access.index, access.last)):
+            access = replace(access, varying=access.varying | {var})
         out.append(access)
     return out
 
@@ -178,9 +180,66 @@ class _Planner:
             for b in after:
                 if a.data is not b.data or a.write == b.write:
                     continue
-                if not self.same_element(a, b) and not self.thread_private(a, b):
+                if self.other_versions(a, b):
+                    continue
+                regions = a.last is not None or b.last is not None
+                if regions or not (self.same_element(a, b) or self.thread_private(a, b)):
                     return True
         return False
+
+    def other_versions(self, a: _Access, b: _Access) -> bool:
+        """Both sides, in one iteration of the versioning loop, touch different versions of a multi-buffered buffer:
+        each index is ``(e + c) % n * S + r`` with ``0 <= r < S``, for one ``e``, ``n`` and
+        ``S`` and offsets ``c`` that differ modulo ``n`` (``(k + 2) % 3`` against ``k % 3``)."""
+        parts = [self.version(x) for x in (a, b)]
+        if parts[0] is None or parts[1] is None:
+            return False
+        (mod_a, size_a), (mod_b, size_b) = parts
+        if size_a != size_b or not structural_equal(mod_a.b, mod_b.b):
+            return False
+        # A loop variable taking other values on the two sides may only move the rest.
+        if set(collect_vars((mod_a, mod_b))) & (a.varying | b.varying):
+            return False
+        count, step = mod_a.b, self.analyzer.simplify(mod_a.a - mod_b.a)
+        return (
+            isinstance(count, IntImm) and isinstance(step, IntImm) and step.value % count.value != 0
+        )
+
+    def version(self, access: _Access) -> tuple[FloorMod, int] | None:
+        """``(the version term (e + c) % n, the version size S)`` of an access whose elements
+        all lie in one version (module docstring of ``other_versions``)."""
+        low, high = access.index, access.last if access.last is not None else access.index
+        if isinstance(low, Ramp):
+            if not isinstance(low.stride, IntImm) or low.stride.value < 0:
+                return None
+            high = low.base + low.stride.value * (low.lanes - 1)
+            low = low.base
+        # The version term is the remainder with the largest coefficient.
+        terms = [
+            (coef, term)
+            for _, term, coef in to_form(low).items()
+            if isinstance(term, FloorMod) and isinstance(coef, int) and coef > 0
+        ]
+        if not terms:
+            return None
+        size, term = max(terms, key=lambda item: item[0])
+        threads = {
+            v: Range(IntImm(0, v.dtype), IntImm(n, v.dtype)) for v, n in self.thread_extent.items()
+        }
+        dom = {**self.ranges, **threads}
+        rests = []
+        for end in (low, high):
+            rest = self.analyzer.simplify(end - term * size)
+            if term in [t for _, t, _ in to_form(rest).items()]:
+                return None
+            bounds = eval_set(rest, dom, self.analyzer)
+            rests.append(bounds)
+        lowest, highest = rests[0].min_value, rests[1].max_value
+        if not (isinstance(lowest, IntImm) and isinstance(highest, IntImm)):
+            return None
+        if lowest.value < 0 or highest.value >= size:
+            return None
+        return term, size
 
     def same_element(self, a: _Access, b: _Access) -> bool:
         """Each thread touches its own element, the same on both sides: the index is one
@@ -283,25 +342,35 @@ class _Planner:
                 planner.record(found, store.buffer.data, store.indices, write=True)
 
             def visit_Call(self, call: Call) -> None:
+                if intrinsics.REGION_DATA.matches(call):
+                    return  # its loads only name a region, which the caller records below
                 self.generic_visit(call)
                 # A region an intrinsic reaches by address: any of its elements, from any
                 # thread (an index no analysis can prove private).
-                for first, _, mode in intrinsics.region_accesses(call):
-                    if first.buffer.data in planner.shared:
-                        anywhere = Var("region", first.indices[0].dtype)
+                for first, last, mode in intrinsics.region_accesses(call):
+                    if first.buffer.data in planner.shared and len(first.indices) == 1:
                         for write in (False, True):
                             if mode & (intrinsics.WRITES if write else intrinsics.READS):
-                                varying = frozenset({anywhere})
-                                found.append(_Access(first.buffer.data, anywhere, write, varying))
+                                planner.record(
+                                    found, first.buffer.data, first.indices, write, last.indices
+                                )
 
         _Find().visit(node)
         return found
 
-    def record(self, found: list[_Access], data: Var, indices: tuple, write: bool) -> None:
+    def record(
+        self,
+        found: list[_Access],
+        data: Var,
+        indices: tuple,
+        write: bool,
+        last: tuple | None = None,
+    ) -> None:
         if data not in self.shared:
             return
         index = substitute(indices[0] if len(indices) == 1 else indices, self.rename)
-        found.append(_Access(data, index, write, frozenset()))
+        end = substitute(last[0], self.rename) if last is not None else None
+        found.append(_Access(data, index, write, frozenset(), end))
 
     def stmt_Allocate(self, alloc: Allocate) -> _Summary:
         if alloc.buffer.scope.startswith("shared"):

@@ -79,9 +79,13 @@ class _Lowering(Mutator):
         for item in self.visit(stmt.seq):
             parts = item.seq if isinstance(item, SeqStmt) else (item,)
             for part in parts:
-                # The barrier after a wait makes one that follows it redundant.
+                # The barrier after a wait makes one that follows it redundant, and one just
+                # before it too: between them the wait touches no memory but this thread's
+                # own copies, so the later barrier orders everything the earlier one did.
                 if items and _is_sync(part) and _is_sync(items[-1]):
                     continue
+                if items and _is_sync(items[-1]) and intrinsics.CP_ASYNC_WAIT.matches(part):
+                    items.pop()
                 items.append(part)
         return items[0] if len(items) == 1 else SeqStmt(tuple(items))
 
