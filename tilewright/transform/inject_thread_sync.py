@@ -188,9 +188,10 @@ class _Planner:
         return False
 
     def other_versions(self, a: _Access, b: _Access) -> bool:
-        """Both sides, in one iteration of the versioning loop, touch different versions of a multi-buffered buffer:
-        each index is ``(e + c) % n * S + r`` with ``0 <= r < S``, for one ``e``, ``n`` and
-        ``S`` and offsets ``c`` that differ modulo ``n`` (``(k + 2) % 3`` against ``k % 3``)."""
+        """Both sides touch different versions of a multi-buffered buffer: each index is
+        ``(e + c) % n * S + r`` with ``0 <= r < S``, for one ``e`` (not moving between the
+        sides), ``n`` and ``S``, and offsets ``c`` that differ modulo ``n`` (``(k + 2) % 3``
+        against ``k % 3``)."""
         parts = [self.version(x) for x in (a, b)]
         if parts[0] is None or parts[1] is None:
             return False
