@@ -218,3 +218,34 @@ def test_async_stages_run_synchronously_where_there_is_no_cp_async() -> None:
     out = np.zeros((8, 16), "float32")
     tw.build(cpu.mod, target="c")["main"](a, out)
     np.testing.assert_allclose(out, a * 2 + 1, rtol=1e-6)
+
+
+@T.prim_func
+def add_rows(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8, 16), "float32"),
+             C: T.Buffer((8, 16), "float32")):  # fmt: skip
+    for k, j in T.grid(8, 16):
+        with T.block("C"):
+            vk, vj = T.axis.remap("SS", [k, j])
+            C[vk, vj] = A[vk, vj] + B[vk, vj]
+
+
+def test_the_order_gives_each_statement_its_position_as_tvm_does() -> None:
+    # Statements (copy A, copy B, compute) with order [1, 2, 0]: statement i goes to
+    # position order[i], so the compute of row k comes first in the loop, then the copies
+    # of row k + 1 (read as "the statements in this order" it would be copy B first).
+    sch = Schedule(add_rows)
+    block = sch.get_block("C")
+    k, _ = sch.get_loops(block)
+    for index in (0, 1):
+        sch.compute_at(sch.cache_read(block, index, "global"), k)
+    sch.annotate(k, "software_pipeline_stage", [0, 0, 1])
+    sch.annotate(k, "software_pipeline_order", [1, 2, 0])
+    loop = simplify(inject_software_pipeline(_before_pipeline(sch.mod)["main"])).script()
+    body = loop[loop.index("for k in range(7):") :]
+    positions = [body.index(text) for text in ("C[k, j] =", "A_global[", "B_global[")]
+    assert positions == sorted(positions)
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((8, 16)).astype("float32") for _ in range(2))
+    c = np.zeros((8, 16), "float32")
+    tw.build(sch.mod, target="c")["main"](a, b, c)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
