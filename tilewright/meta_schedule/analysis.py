@@ -13,6 +13,8 @@ from tilewright.schedule.dataflow import consumers_of, scope_blocks, scope_path
 # Annotations the rules and postprocessors exchange (TVM's names).
 TILING_STRUCTURE = "meta_schedule.tiling_structure"
 COOPERATIVE_FETCH = "meta_schedule.cooperative_fetch"
+# A block whose threadIdx.x is a warp's 32 lanes, bound inside its tensor intrinsics.
+WARP_EXECUTION = "warp_execution"
 PARALLEL = "meta_schedule.parallel"
 VECTORIZE = "meta_schedule.vectorize"
 UNROLL_EXPLICIT = "meta_schedule.unroll_explicit"

@@ -26,6 +26,9 @@ def schedule_rules(target: Target) -> list[R.ScheduleRule]:
     if is_gpu(target):
         return [
             R.ApplyCustomRule(),
+            # A float16/bfloat16 GEMM on CUDA sm_80+ goes to the tensor cores; the rule
+            # leaves every other block (and target) to the rules below.
+            R.MultiLevelTilingTensorCore(),
             R.MultiLevelTiling(
                 structure="SSSRRSRS",
                 tile_binds=["blockIdx.x", "vthread.x", "threadIdx.x"],

@@ -4,12 +4,19 @@ a shared-memory cache into the loops that let a thread block fetch it together."
 from __future__ import annotations
 
 from tilewright.ir import Block, BlockRealize, ForKind, IntImm, PrimFunc
-from tilewright.meta_schedule.analysis import COOPERATIVE_FETCH, annotation, bound_tags, extent_of
+from tilewright.meta_schedule.analysis import (
+    COOPERATIVE_FETCH,
+    WARP_EXECUTION,
+    annotation,
+    bound_tags,
+    extent_of,
+)
 from tilewright.meta_schedule.postproc.loops import block_paths
 from tilewright.meta_schedule.postproc.postproc import Postproc
 from tilewright.schedule import BlockRV, LoopRV, Schedule, ScheduleError
 
 THREAD_AXES = ("threadIdx.y", "threadIdx.x")
+WARP_SIZE = 32
 
 
 class RewriteCooperativeFetch(Postproc):
@@ -34,9 +41,10 @@ class RewriteCooperativeFetch(Postproc):
 
     def apply(self, sch: Schedule) -> bool:
         for func_name, func in sch.mod.items():
+            lanes_bound_inside = _warp_execution(func)
             for name in annotated_blocks(func):
                 try:
-                    if not _rewrite(sch, sch.get_block(name, func_name)):
+                    if not _rewrite(sch, sch.get_block(name, func_name), lanes_bound_inside):
                         return False
                 except ScheduleError:
                     return False
@@ -62,9 +70,11 @@ def _vector_lanes(value: object) -> int:
     raise ValueError(f"{COOPERATIVE_FETCH} annotation {value!r} is not an integer")
 
 
-def _rewrite(sch: Schedule, block: BlockRV) -> bool:
+def _rewrite(sch: Schedule, block: BlockRV, lanes_bound_inside: bool = False) -> bool:
     lanes = _vector_lanes(annotation(sch.get(block), COOPERATIVE_FETCH))
     tags = bound_tags(sch, block)
+    if "threadIdx.x" not in tags and lanes_bound_inside:
+        tags["threadIdx.x"] = WARP_SIZE  # the lanes the tensor intrinsics bind
     threads = [(axis, tags[axis]) for axis in THREAD_AXES if axis in tags]
     if not threads:
         return False  # no thread of the block to share the fetch with
@@ -84,6 +94,16 @@ def _rewrite(sch: Schedule, block: BlockRV) -> bool:
     for (axis, _), part in reversed(list(zip(threads, parts[1:]))):
         sch.bind(part, axis)
     return True
+
+
+def _warp_execution(func: PrimFunc) -> bool:
+    """Whether a block of ``func`` is annotated ``warp_execution`` (TVM's mark of a
+    tensor-core block: threadIdx.x is a warp's lanes, bound inside its intrinsics)."""
+    return any(
+        annotation(path[-1], WARP_EXECUTION) is not None
+        for path in block_paths(func)
+        if isinstance(path[-1], Block)
+    )
 
 
 def _fuse_own_loops(sch: Schedule, block: BlockRV) -> LoopRV:

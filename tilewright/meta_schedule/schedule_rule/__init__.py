@@ -11,6 +11,9 @@ from tilewright.meta_schedule.schedule_rule.auto_bind import AutoBind
 from tilewright.meta_schedule.schedule_rule.auto_inline import AutoInline, InlineConstantScalars
 from tilewright.meta_schedule.schedule_rule.cross_thread_reduction import CrossThreadReduction
 from tilewright.meta_schedule.schedule_rule.multi_level_tiling import MultiLevelTiling, ReuseType
+from tilewright.meta_schedule.schedule_rule.multi_level_tiling_tensor_core import (
+    MultiLevelTilingTensorCore,
+)
 from tilewright.meta_schedule.schedule_rule.parallel_vectorize_unroll import (
     ParallelizeVectorizeUnroll,
 )
@@ -25,6 +28,7 @@ __all__ = [
     "CrossThreadReduction",
     "InlineConstantScalars",
     "MultiLevelTiling",
+    "MultiLevelTilingTensorCore",
     "ParallelizeVectorizeUnroll",
     "RandomComputeLocation",
     "ReuseType",

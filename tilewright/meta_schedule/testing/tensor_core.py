@@ -24,12 +24,16 @@ Example::
 from __future__ import annotations
 
 from tilewright.ir import PrimFunc
-from tilewright.schedule import Schedule
-from tilewright.schedule.tensor_intrin_cuda import (
-    get_mma_intrin_group,
-    shared_16x16_to_ldmatrix_32x8_layout,
+from tilewright.meta_schedule.schedule_rule.multi_level_tiling_tensor_core import (
+    fixed_tile_sizes,
+    fragment_layout,
+    gemm_of,
+    tile_for_tensor_cores,
 )
+from tilewright.schedule import Schedule
 from tilewright.script import tir as T
+
+__all__ = ["fragment_layout", "mma_matmul", "schedule_mma"]
 
 
 def mma_matmul(
@@ -50,11 +54,6 @@ def mma_matmul(
                 C[vi, vj] = C[vi, vj] + T.cast(A[vi, vk], out_dtype) * T.cast(B[vk, vj], out_dtype)
 
     return main
-
-
-def fragment_layout(i, j):
-    """A 2-D tile's element (i, j) → (tile row, tile column, lane, register)."""
-    return (i // 16, j // 16, *shared_16x16_to_ldmatrix_32x8_layout(i % 16, j % 16))
 
 
 def schedule_mma(
@@ -80,70 +79,24 @@ def schedule_mma(
     pipeline the global fetch; with ``fragment_stages`` 2 each warp loads the fragments of
     step k + 1 while it multiplies those of step k; ``unroll`` writes out the loops over
     fragments (constant register indices); ``compute_first`` orders each pipelined step as
-    compute, then fetch (one barrier a step instead of two). Returns ``sch``.
+    compute, then fetch (one barrier a step instead of two). ``in_dtype`` and ``out_dtype``
+    must be the block's (checked). Returns ``sch``.
     """
-    intrins = get_mma_intrin_group("shared", "global", in_dtype, out_dtype, False, False)
-    threads = warps_m * warps_n
-    gemm = sch.get_block(block)
-    i, j, k = sch.get_loops(gemm)
-    i, i_tc = sch.split(i, [None, 16])
-    j, j_tc = sch.split(j, [None, 16])
-    k, k_tc = sch.split(k, [None, 16])
-    sch.reorder(i, j, k, i_tc, j_tc, k_tc)
-    outer = sch.blockize(i_tc)
-    i0, i1, i2 = sch.split(i, [None, warps_m, frags_m])
-    j0, j1, j2 = sch.split(j, [None, warps_n, frags_n])
-    k0, k1 = sch.split(k, [None, k_frags])
-    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
-    sch.bind(sch.fuse(i0, j0), "blockIdx.x")
-    warp = sch.fuse(i1, j1)
-    sch.bind(warp, "threadIdx.y")
-
-    for index in (0, 1):
-        tile = sch.cache_read(outer, index, "shared")
-        sch.compute_at(tile, k0)
-        fused = sch.fuse(*sch.get_loops(tile)[-2:])
-        _, ty, tx, lanes = sch.split(fused, [None, threads, 32, 8])
-        sch.bind(ty, "threadIdx.y")
-        sch.bind(tx, "threadIdx.x")
-        sch.vectorize(lanes)
-        sch.storage_align(tile, 0, axis=-2, factor=32, offset=8)
-
-    loads, unrolled = [], [k1, i2, j2]
-    for index in (0, 1):
-        fragment = sch.cache_read(outer, index, "warp")
-        sch.compute_at(fragment, k1)
-        a, b = sch.get_loops(fragment)[-2:]
-        a0, a1 = sch.split(a, [None, 16])
-        b0, b1 = sch.split(b, [None, 16])
-        sch.reorder(a0, b0, a1, b1)
-        sch.transform_layout(fragment, ("write", 0), fragment_layout)
-        loads.append(a1)
-        unrolled += [a0, b0]
-    store = sch.cache_write(outer, 0, "warp")
-    sch.reverse_compute_at(store, warp)
-    a, b = sch.get_loops(store)[-2:]
-    a0, a1 = sch.split(a, [None, 16])
-    b0, b1 = sch.split(b, [None, 16])
-    sch.reorder(a0, b0, a1, b1)
-    sch.transform_layout(store, ("read", 0), fragment_layout)
-    unrolled += [a0, b0]
-    init = sch.decompose_reduction(outer, k0)
-    unrolled += sch.get_loops(init)[-2:]
-
-    sch.tensorize(loads[0], intrins["load_a"])
-    sch.tensorize(loads[1], intrins["load_b"])
-    sch.tensorize(sch.get_loops(gemm)[-3], intrins["compute"])
-    sch.tensorize(sch.get_loops(sch.get_child_blocks(init)[0])[-2], intrins["init"])
-    sch.tensorize(a1, intrins["store"])
-    if unroll:
-        for loop in unrolled:
-            sch.unroll(loop)
-    if stages > 1:  # fetch tile k0 + stages - 1 (cp.async) while computing tile k0
-        sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
-        sch.annotate(k0, "software_pipeline_async_stages", [0])
-        if compute_first:
-            sch.annotate(k0, "software_pipeline_order", [1, 2, 0])
-    if fragment_stages > 1:  # ldmatrix of step k1 + 1 while mma.sync computes step k1
-        sch.annotate(k1, "software_pipeline_stage", [0, 0, fragment_stages - 1])
-    return sch
+    gemm_block = sch.get_block(block)
+    gemm = gemm_of(sch, gemm_block)
+    if gemm is None or (gemm.in_dtype, gemm.out_dtype) != (in_dtype, out_dtype):
+        raise ValueError(
+            f"block {block!r} is not a {in_dtype} x {in_dtype} -> {out_dtype} GEMM the tensor "
+            "cores compute"
+        )
+    return tile_for_tensor_cores(
+        sch,
+        gemm_block,
+        gemm,
+        fixed_tile_sizes(warps_m, warps_n, frags_m, frags_n, k_frags),
+        fetch_threads=warps_m * warps_n,
+        stages=stages,
+        fragment_stages=fragment_stages,
+        compute_first=compute_first,
+        unroll=unroll,
+    )
