@@ -1,0 +1,88 @@
+"""The tuner with the tensor-core rule on the GPU: float16 x float16 -> float32 GEMM at 4096^3
+tuned by ``ms.tune_tir`` (``MultiLevelTilingTensorCore`` in the CUDA defaults) within a trial
+and time budget; then the best candidate, the hand schedule (the best configuration of
+``gpu_tensorcore.py``) and cuBLAS (``torch.matmul`` on the same float16 inputs) timed in one
+run, each checked against float64 first. Prints the three, the ratios, the trials and the
+tuning wall time.
+
+    python benchmarks/gpu_tune_tensorcore.py [--trials 1000] [--seconds 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import tempfile
+import time
+
+import torch
+from cuda_events import cuda_median
+from gpu_tensorcore import CONFIGS, problem
+
+import tilewright as tw
+from tilewright import meta_schedule as ms
+from tilewright.ir import IRModule
+from tilewright.meta_schedule.testing.tensor_core import mma_matmul, schedule_mma
+from tilewright.schedule import Schedule
+
+N = 4096
+HAND = "128x128, 4 warps of 64x64, k64, 3 stages"
+
+
+def _time(func, inputs) -> tuple[float, float]:
+    """(median seconds a call, max error relative to the largest output)."""
+    a, b, want, scale = inputs
+    c = torch.full((N, N), float("nan"), device="cuda")
+    func(a, b, c)
+    error = float((c.double() - want).abs().max()) / scale
+    return cuda_median(functools.partial(func, a, b, c), runs=20, warmup=2), error
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--trials", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=float(os.environ.get("TUNE_SECONDS", 300)))
+    parser.add_argument("--per-iter", type=int, default=64)
+    args = parser.parse_args()
+    mod = IRModule({"main": mma_matmul(N, N, N)})
+    start = time.perf_counter()
+    db = ms.tune_tir(
+        mod,
+        "cuda",
+        work_dir=tempfile.mkdtemp(prefix="tune-tensorcore-"),
+        max_trials_global=args.trials,
+        num_trials_per_iter=args.per_iter,
+        max_seconds=args.seconds,
+    )
+    tuning = time.perf_counter() - start
+    records = db.get_all_tuning_records()
+    trials = len({r.candidate_shash for r in records})
+    valid = len({r.candidate_shash for r in records if r.is_valid})
+    print(f"{trials} trials ({valid} valid) in {tuning:.0f} s", flush=True)
+    sch = ms.tir_integration.compile_tir(db, mod, "cuda")
+    if sch is None:
+        print("no candidate ran correctly")
+        return 1
+    decisions = [i.decision for i in sch.trace.insts if i.kind == "sample_perfect_tile"]
+    print(f"best candidate's tiles (i, j: blocks/warps/fragments; k: steps/fragments): {decisions}")
+    inputs, peer = problem(N, "float16")
+    tuned, tuned_error = _time(tw.build(sch.mod, target="cuda")["main"], inputs)
+    hand_sch = schedule_mma(Schedule(mma_matmul(N, N, N)), **CONFIGS[HAND])
+    hand, hand_error = _time(tw.build(hand_sch.mod, target="cuda")["main"], inputs)
+    flops = 2 * N**3
+    for name, seconds, error in (("tuned", tuned, tuned_error), ("hand", hand, hand_error)):
+        if not error < 1e-2:
+            print(f"{name}: WRONG (max relative error {error:.2e})")
+            return 1
+        print(
+            f"{name:6s} {flops / seconds / 1e12:7.1f} TFLOP/s  {peer / seconds:.2f}x cuBLAS "
+            f"({flops / peer / 1e12:.1f})  (error {error:.1e})",
+            flush=True,
+        )
+    print(f"tuned / hand: {hand / tuned:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
