@@ -31,7 +31,7 @@ N = 4096
 
 def strided(
     vti=2, vtj=2, ty=8, tx=16, ii=4, jj=4, bk=16, local=True, unroll=True, kmajor=False,
-    pipeline=False,
+    pipeline=False, stages=2, compute_first=False,
 ):  # fmt: skip
     """Block (vti*ty*ii) x (vtj*tx*jj), k tile ``bk``, (ty x tx) threads, each thread
     (vti*ii) x (vtj*jj) outputs in vti x vtj strided pieces."""
@@ -67,9 +67,11 @@ def strided(
                 sch.vectorize(sch.get_loops(copy)[-1])
     if unroll:
         sch.unroll(k1)
-    if pipeline:  # fetch tile k + 1 (cp.async) while computing tile k
-        sch.annotate(k0, "software_pipeline_stage", [0, 0, 1])
+    if pipeline:  # fetch tile k + stages - 1 (cp.async) while computing tile k
+        sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
         sch.annotate(k0, "software_pipeline_async_stages", [0])
+        if compute_first:  # compute, then fetch: one barrier a step
+            sch.annotate(k0, "software_pipeline_order", [1, 2, 0])
     sch.decompose_reduction(block, k0)
     return sch
 
@@ -90,6 +92,15 @@ VARIANTS = {
     "64x128, k tile 16, cp.async double buffer": lambda: strided(pipeline=True),
     "64x128, k tile 32, cp.async double buffer": lambda: strided(bk=32, pipeline=True),
     "64x128, k tile 16, k-major A, cp.async": lambda: strided(kmajor=True, pipeline=True),
+    "64x128, k tile 32, cp.async 3 stages, compute first": lambda: strided(
+        bk=32, pipeline=True, stages=3, compute_first=True
+    ),
+    "64x128, k tile 16, cp.async 3 stages, compute first": lambda: strided(
+        pipeline=True, stages=3, compute_first=True
+    ),
+    "64x256, k tile 16, cp.async 3 stages, compute first": lambda: strided(
+        vtj=4, pipeline=True, stages=3, compute_first=True
+    ),
 }
 
 
