@@ -195,3 +195,29 @@ def test_a_reduction_continued_across_an_outer_block_stays_whole() -> None:
     assert error.rule == "reduction-block"
     error = check_refused(sch, lambda: sch.cache_write("B", 0, "local"), "also writes buffer")
     assert error.rule == "single-writer"
+
+
+@T.prim_func
+def max_continued_inside(A: T.Buffer((7, 9), "float32"), B: T.Buffer((1,), "float32")):
+    # As a user may write it: B_o reduces over k0 and B, with its own init, continues the
+    # same reduction (vk0 bound to vk0_o) inside each instance of B_o.
+    for i, k0 in T.grid(1, 7):
+        with T.block("B_o"):
+            vi_o, vk0_o = T.axis.remap("SR", [i, k0])
+            for k1 in range(9):
+                with T.block("B"):
+                    vi = T.axis.spatial(1, vi_o)
+                    vk0 = T.axis.reduce(7, vk0_o)
+                    vk1 = T.axis.reduce(9, k1)
+                    with T.init():
+                        B[vi] = T.float32(-1e30)
+                    B[vi] = T.max(B[vi], A[vk0, vk1])
+
+
+def test_an_inner_block_continuing_an_outer_reduction_is_refused() -> None:
+    sch = Schedule(max_continued_inside)
+    (inner,) = sch.get_loops("B")
+    error = check_refused(sch, lambda: sch.decompose_reduction("B", inner), "bound to 'vk0_o'")
+    assert error.rule == "reduction-scope"
+    error = check_refused(sch, lambda: sch.rfactor(inner, 0), "bound to 'vk0_o'")
+    assert error.rule == "reduction-scope"
