@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from math import ceil, gcd
 from typing import TYPE_CHECKING
 
-from tilewright.ir import Block, IntImm, IterKind, collect_vars
+from tilewright.ir import Block, IntImm, IterKind, SeqStmt, collect_vars
 from tilewright.meta_schedule.analysis import (
     COOPERATIVE_FETCH,
     THREAD_EXTENT_HIGH,
@@ -118,6 +118,7 @@ class MultiLevelTiling(ScheduleRule):
         reuse_write: ReuseType | None = None,
         filter_fn: object = None,
         vector_bytes: int | None = None,
+        pipeline_stages: int = 0,
     ) -> None:
         structures = (structure,) if isinstance(structure, str) else tuple(structure)
         if not structures:
@@ -136,6 +137,8 @@ class MultiLevelTiling(ScheduleRule):
         self.reuse_write = reuse_write or ReuseType()
         self.filter_fn = filter_fn
         self.vector_bytes = vector_bytes or 0
+        self.pipeline_stages = pipeline_stages
+        self.pipelined = False  # set by the target: only where copies are asynchronous
         self.thread_warp_size = 0
         self.max_threads_per_block = 0
 
@@ -144,6 +147,9 @@ class MultiLevelTiling(ScheduleRule):
         if target is not None and self.tile_binds:
             self.thread_warp_size = target.thread_warp_size
             self.max_threads_per_block = target.max_num_threads
+        from tilewright.transform.lower_async_copy import supports_cp_async
+
+        self.pipelined = self.pipeline_stages > 1 and supports_cp_async(target)
 
     def __repr__(self) -> str:
         shown = self.structure if len(self.structures) == 1 else list(self.structures)
@@ -269,8 +275,23 @@ class MultiLevelTiling(ScheduleRule):
                     n = len(self.vector_load_lens)
                     vec = sch.sample_categorical(self.vector_load_lens, [1.0 / n] * n)
                     sch.annotate(cache, COOPERATIVE_FETCH, vec)
+            if self.pipelined and reuse.scope.startswith("shared"):
+                self._pipeline(sch, location)
             result.append(replace(state, sch=sch, tiles=tiles))
         return result
+
+    def _pipeline(self, sch: Schedule, loop: LoopRV) -> None:
+        """Beyond TVM's rule: the loop holding the shared-memory fetches becomes a
+        ``pipeline_stages``-deep ``cp.async`` pipeline, ordered compute first (the fetch of
+        step k + stages - 1 after the compute of step k: one barrier a step)."""
+        body = sch.get(loop).body
+        count = len(body.seq) if isinstance(body, SeqStmt) else 1
+        if count < 2:
+            return
+        fetches = count - 1
+        sch.annotate(loop, "software_pipeline_stage", [0] * fetches + [self.pipeline_stages - 1])
+        sch.annotate(loop, "software_pipeline_order", [*range(1, count), 0])
+        sch.annotate(loop, "software_pipeline_async_stages", [0])
 
     def _place_write_cache(self, state: _State) -> list[_State]:
         if state.write_cache is None:
