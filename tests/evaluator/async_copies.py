@@ -1,9 +1,11 @@
 """``cp.async`` in kernels: a thread's asynchronous copies from global to shared memory, done
 at the wait that covers them.
 
-- ``tw.cuda.cp_async(dst, src, bytes)`` starts a copy: it is checked (alignment, bounds) and its
-  accesses logged for the race detector at once, as the hardware may move the bytes any time
-  until the wait; the bytes move, logged again, at the wait. A thread that reads the
+- ``tw.cuda.cp_async(dst, src, bytes[, predicate, fill])`` starts a copy (under a false
+  predicate nothing is read, and with ``fill`` zeros are stored at once): it is checked
+  (alignment, bounds) and its accesses logged for the race detector at once, as the
+  hardware may move the bytes any time until the wait; the bytes move, logged again, at the
+  wait. A thread that reads the
   destination before its wait sees what was there before (NaN in a fresh shared array).
 - ``tw.cuda.cp_async_commit_group()`` closes the group of the copies the thread started since
   its last commit.
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 import weakref
 from typing import Any
+
+import numpy as np
 
 from tilewright import ir
 from tilewright.ir import intrinsics
@@ -38,11 +42,25 @@ class _Groups:
 _THREADS: weakref.WeakKeyDictionary[object, _Groups] = weakref.WeakKeyDictionary()
 
 
-def start(machine: Any, thread: Any, dst: Address, src: Address, nbytes: int) -> None:
+def start(
+    machine: Any,
+    thread: Any,
+    dst: Address,
+    src: Address,
+    nbytes: int,
+    predicate: bool = True,
+    fill: int = 0,
+) -> None:
     machine.effects[intrinsics.CP_ASYNC] += 1
     nbytes = int(nbytes)
     if nbytes not in (4, 8, 16):
         raise AssertionError(f"cp.async copies 4, 8 or 16 bytes, not {nbytes}")
+    if not predicate:  # nothing read; with fill, zeros stored now (a plain shared store)
+        if fill:
+            zeros = np.zeros(nbytes, np.uint8)
+            check_transfer(dst, Address(zeros, 0), nbytes)
+            dst.memory[dst.offset : dst.offset + nbytes] = zeros
+        return
     check_transfer(dst, src, nbytes)
     _THREADS.setdefault(thread, _Groups()).open.append((dst, src, nbytes))
 

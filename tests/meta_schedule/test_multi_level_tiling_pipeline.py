@@ -11,8 +11,10 @@ from evaluator import run_module
 
 import tilewright as tw
 from tilewright import meta_schedule as ms
+from tilewright.codegen import codegen_cuda
 from tilewright.meta_schedule.testing.workloads import WORKLOADS
 from tilewright.meta_schedule.tune_context import TuneContext
+from tilewright.runtime.cuda_runtime.nvrtc import compile_cuda, nvrtc_version
 
 PIPELINE = {
     "software_pipeline_stage": [0, 0, 2],
@@ -52,10 +54,33 @@ def test_pipelined_candidates_compute_the_reference(name):
         mod=tw.IRModule({"main": w.func(**w.small)}),
         target="nvidia/h200",
         space_generator="post-order-apply",
+        rand_state=11,
     )
-    (sch,), _ = ms.sample_candidates(ctx, 1, max_attempts=300)
+    (sch,), _ = ms.sample_candidates(ctx, 1, max_attempts=2000)
     lowered = tw.lower(sch.mod, "nvidia/h200")
     assert "tw.cuda.cp_async" in lowered.script()
     inputs = w.inputs(np.random.default_rng(0), **w.small)
     for got, want in zip(run_module(lowered, "main", *inputs), w.reference(*inputs)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_guarded_and_padded_fetches_become_predicated_copies():
+    # conv2d's input is padded (if_then_else(inside, data[...], 0): copied where inside,
+    # zeros elsewhere) and its weight tile is fetched under a guard (threads past the tile
+    # copy nothing); both stay asynchronous and never form an address outside a buffer.
+    w = WORKLOADS["conv2d_nhwc"]
+    ctx = TuneContext(
+        mod=tw.IRModule({"main": w.func(**w.small)}),
+        target="nvidia/h200",
+        space_generator="post-order-apply",
+        rand_state=11,
+    )
+    (sch,), _ = ms.sample_candidates(ctx, 1, max_attempts=2000)
+    lowered = tw.lower(sch.mod, "nvidia/h200")
+    copies = [line for line in lowered.script().splitlines() if '"tw.cuda.cp_async"' in line]
+    assert any(line.rstrip().endswith(", 1))") for line in copies)  # zero-filled
+    assert all("T.if_then_else" in line for line in copies if line.rstrip().endswith("))"))
+    source = codegen_cuda(lowered)
+    assert "@!p st.shared" in source and "@p cp.async" in source
+    if nvrtc_version() is not None:
+        compile_cuda(source, "sm_90", ["main_kernel"], "nvrtc")

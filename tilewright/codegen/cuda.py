@@ -154,15 +154,30 @@ class CUDAPrinter(DevicePrinter):
         self.emit(f"*({ctype}*)({self.expr_text(dst)}) = *(const {ctype}*)({self.expr_text(src)});")
 
     def emit_cp_async(self, call: Call) -> None:
-        dst, src, size = call.args
+        dst, src, size = call.args[:3]
         if not isinstance(size, IntImm) or size.value not in (4, 8, 16):
             raise CodegenError(f"{self.func_name}: cp.async copies 4, 8 or 16 bytes, not {size}")
         # 16 bytes may bypass L1 (.cg); smaller copies go through it (.ca).
         cache = "cg" if size.value == 16 else "ca"
-        self.emit(
-            f'asm volatile("cp.async.{cache}.shared.global [%0], [%1], {size.value};\\n" :: '
+        copy = f"cp.async.{cache}.shared.global [%0], [%1], {size.value};"
+        operands = (
             f'"r"((unsigned)__cvta_generic_to_shared({self.expr_text(dst)})), '
-            f'"l"({self.expr_text(src)}) : "memory");'
+            f'"l"({self.expr_text(src)})'
+        )
+        if len(call.args) == 3:
+            self.emit(f'asm volatile("{copy}\\n" :: {operands} : "memory");')
+            return
+        predicate, fill = call.args[3:5]
+        # Under a predicate: a false one reads nothing from src, and with fill zeroes dst.
+        zeros = {4: "st.shared.u32 [%0], 0;", 8: "st.shared.v2.u32 [%0], {0, 0};",
+                 16: "st.shared.v4.u32 [%0], {0, 0, 0, 0};"}[size.value]  # fmt: skip
+        parts = ["{ .reg .pred p;", "setp.ne.b32 p, %2, 0;", f"@p {copy}"]
+        if isinstance(fill, IntImm) and fill.value:
+            parts.append(f"@!p {zeros}")
+        text = " ".join([*parts, "}"])
+        self.emit(
+            f'asm volatile("{text}\\n" :: {operands}, '
+            f'"r"((int)({self.expr_text(predicate)})) : "memory");'
         )
 
     def emit_cp_async_wait(self, call: Call) -> None:

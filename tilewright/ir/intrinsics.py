@@ -154,11 +154,14 @@ ACCESS_PTR = Intrinsic(
 )
 CP_ASYNC = Intrinsic(
     "tw.cuda.cp_async",
-    3,
+    None,
     ResultType.INT32,
     Effect.WRITE,
-    "(dst, src, bytes): start copying 4, 8 or 16 bytes from global address src to shared "
-    "address dst (cp.async); the copy is complete after a wait on its group",
+    "(dst, src, bytes[, predicate, fill]): start copying 4, 8 or 16 bytes from global address "
+    "src to shared address dst (cp.async); the copy is complete after a wait on its group. "
+    "With a predicate, a false one copies nothing (src is not read) and, when fill is 1, "
+    "stores zeros at dst instead",
+    min_args=3,
 )
 CP_ASYNC_COMMIT = Intrinsic(
     "tw.cuda.cp_async_commit_group",

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from tilewright.ir import (
     AttrStmt,
+    Broadcast,
     BufferLoad,
     BufferStore,
     Evaluate,
+    FloatImm,
+    IfThenElse,
     IntImm,
     Mutator,
     PrimExpr,
@@ -95,13 +98,33 @@ class _Lowering(Mutator):
         copy = _as_cp_async(store)
         return copy if copy is not None else store
 
+    def visit_IfThenElse(self, stmt: IfThenElse) -> Stmt:
+        # A guarded copy (a fetch whose extent the threads do not divide): cp.async under
+        # the guard, which reads nothing where it is false.
+        then = stmt.then_case
+        if (
+            self.inside
+            and self.cp_async
+            and stmt.else_case is None
+            and isinstance(then, BufferStore)
+        ):
+            copy = _as_cp_async(then, stmt.condition, fill=False)
+            if copy is not None:
+                return copy
+        return self.generic_visit(stmt)
+
 
 def _is_sync(stmt: Stmt) -> bool:
     return isinstance(stmt, Evaluate) and intrinsics.SYNC_THREADS.matches(stmt)
 
 
-def _as_cp_async(store: BufferStore) -> Stmt | None:
+def _as_cp_async(
+    store: BufferStore, predicate: PrimExpr | None = None, fill: bool = False
+) -> Stmt | None:
     load = store.value
+    if predicate is None and _is_guarded_load(load):
+        # shared[i] = if_then_else(c, global[j], 0): copy where c holds, zeros elsewhere.
+        predicate, load, fill = load.args[0], load.args[1], True
     if not isinstance(load, BufferLoad) or len(store.indices) != 1 or len(load.indices) != 1:
         return None
     if not store.buffer.scope.startswith("shared") or not load.buffer.scope.startswith("global"):
@@ -117,11 +140,34 @@ def _as_cp_async(store: BufferStore) -> Stmt | None:
         return None
     base_dst = dst.base if isinstance(dst, Ramp) else dst
     base_src = src.base if isinstance(src, Ramp) else src
-    return intrinsics.CP_ASYNC.stmt(
+    args = [
         intrinsics.ADDRESS_OF.call(BufferLoad(store.buffer, (base_dst,))),
         intrinsics.ADDRESS_OF.call(BufferLoad(load.buffer, (base_src,))),
         IntImm(size, int32),
-    )
+    ]
+    if predicate is not None:
+        if predicate.dtype.lanes != 1:
+            return None
+        # Where the predicate is false the source (and, for a guarded store, the
+        # destination) may lie outside its buffer: name the buffer's first element instead,
+        # so that no address outside a buffer is formed.
+        guarded = [(1, load.buffer, base_src)] + ([] if fill else [(0, store.buffer, base_dst)])
+        for position, buffer, base in guarded:
+            first = intrinsics.ADDRESS_OF.call(BufferLoad(buffer, (IntImm(0, base.dtype),)))
+            args[position] = intrinsics.IF_THEN_ELSE.call(predicate, args[position], first)
+        args += [predicate, IntImm(int(fill), int32)]
+    return intrinsics.CP_ASYNC.stmt(*args)
+
+
+def _is_guarded_load(value: PrimExpr) -> bool:
+    """``if_then_else(c, load, 0)`` with a scalar condition and a zero (or zeros) otherwise."""
+    if not intrinsics.IF_THEN_ELSE.matches(value):
+        return False
+    condition, _, other = value.args  # type: ignore[attr-defined]
+    if isinstance(other, Broadcast):
+        other = other.value
+    zero = isinstance(other, FloatImm | IntImm) and other.value == 0
+    return zero and condition.dtype.lanes == 1
 
 
 def _unit_lanes(index: PrimExpr) -> int | None:
