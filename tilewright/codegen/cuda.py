@@ -35,6 +35,7 @@ from tilewright.ir import (
     IntImm,
     IRModule,
     Let,
+    PrimExpr,
     PrimFunc,
     StringImm,
     Var,
@@ -214,7 +215,7 @@ class CUDAPrinter(DevicePrinter):
         ptx = {"fp16": "f16", "bf16": "bf16", "fp32": "f32"}
         types = f"{ptx[c_type]}.{ptx[a_type]}.{ptx[b_type]}.{ptx[c_type]}"
 
-        def regs(ptr: object, offset: object, ctype: str) -> str:
+        def regs(ptr: PrimExpr, offset: PrimExpr, ctype: str) -> str:
             return f"(({ctype}*)({self.expr_text(ptr)} + {self.operand(offset, PREC_ADD)}))"
 
         accumulators = 4 if c_type == "fp32" else 2

@@ -19,7 +19,7 @@ from tilewright.schedule.reference import BlockRV, LoopRV
 from tilewright.schedule.tensor_intrin import TensorIntrin
 
 if TYPE_CHECKING:
-    from tilewright.schedule.instruction import Ref
+    from tilewright.schedule.instruction import Instruction, Ref
     from tilewright.schedule.state import ScheduleState
     from tilewright.schedule.tree import Site
 
@@ -65,6 +65,7 @@ class BlockMethods:
     """Mixed into ``Schedule``: every method checks, rewrites, commits and records."""
 
     _state: ScheduleState
+    _insts: list[Instruction]
 
     if TYPE_CHECKING:  # provided by Schedule, the class this one is mixed into
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numbers
 import random
 from collections.abc import Sequence
-from typing import cast, overload
+from typing import Any, cast, overload
 
 from tilewright.ir.expr import IntImm, PrimExpr
 from tilewright.ir.function import PrimFunc
@@ -338,7 +338,10 @@ class Schedule(BlockMethods, SamplingMethods):
 
     # ---- annotations ---------------------------------------------------------------------
     def annotate(
-        self, block_or_loop: BlockArg | LoopRV, ann_key: str, ann_val: AttrValue | ExprRV
+        self,
+        block_or_loop: BlockArg | LoopRV,
+        ann_key: str,
+        ann_val: AttrValue | ExprRV | list[Any],
     ) -> None:
         """Set annotation ``ann_key`` of a block or loop to ``ann_val`` (an ``ExprRV``
         annotates the value it was sampled as; the trace keeps the reference).

@@ -26,10 +26,16 @@ Example::
 
 from __future__ import annotations
 
+from typing import no_type_check
+
 from tilewright.ir import op
 from tilewright.ir.expr import PrimExpr
+from tilewright.ir.function import PrimFunc
 from tilewright.schedule.tensor_intrin import TensorIntrin
 from tilewright.script import tir as T
+
+# Script syntax (dtype strings in annotations, parsed frames) is not Python to mypy: each
+# script function is @no_type_check.
 
 WARP_SIZE = 32
 M_DIM = N_DIM = K_DIM = 16
@@ -66,6 +72,7 @@ def _ldmatrix(dtype: str, operand: str, transposed: bool, scope: str) -> tuple:
         return stride * 8 * (tx // 16) + stride * (tx % 8) + 8 * (tx % 16 // 8)
 
     @T.prim_func
+    @no_type_check
     def desc(warp_handle: T.handle, shared_handle: T.handle) -> None:
         shared = T.match_buffer(
             shared_handle, (16, 16), dtype, align=64, offset_factor=16, scope=scope
@@ -83,6 +90,7 @@ def _ldmatrix(dtype: str, operand: str, transposed: bool, scope: str) -> tuple:
                     warp[lane, local] = shared[v0, v1]
 
     @T.prim_func
+    @no_type_check
     def impl(warp_handle: T.handle, shared_handle: T.handle) -> None:
         s0 = T.int32()
         s1 = T.int32()
@@ -132,6 +140,7 @@ def _mma(in_dtype: str, out_dtype: str, a_transposed: bool, b_transposed: bool) 
         return layout(j, k) if b_transposed else layout(k, j)
 
     @T.prim_func
+    @no_type_check
     def desc(a: T.handle, b: T.handle, c: T.handle) -> None:
         A = T.match_buffer(a, (32, 8), in_dtype, align=64, offset_factor=16, scope="warp")
         B = T.match_buffer(b, (32, 8), in_dtype, align=64, offset_factor=16, scope="warp")
@@ -152,6 +161,7 @@ def _mma(in_dtype: str, out_dtype: str, a_transposed: bool, b_transposed: bool) 
                     )
 
     @T.prim_func
+    @no_type_check
     def impl(a: T.handle, b: T.handle, c: T.handle) -> None:
         A = T.match_buffer(a, (32, 8), in_dtype, align=64, offset_factor=16, scope="warp")
         B = T.match_buffer(b, (32, 8), in_dtype, align=64, offset_factor=16, scope="warp")
@@ -202,6 +212,7 @@ def _fill(dtype: str) -> tuple:
     zero = op.cast(op.convert(0), dtype)
 
     @T.prim_func
+    @no_type_check
     def desc(a: T.handle) -> None:
         C = T.match_buffer(a, (32, 8), dtype, scope="warp")
         with T.block("root"):
@@ -216,6 +227,7 @@ def _fill(dtype: str) -> tuple:
                     C[lane, local] = zero
 
     @T.prim_func
+    @no_type_check
     def impl(a: T.handle) -> None:
         C = T.match_buffer(a, (32, 8), dtype, scope="warp", offset_factor=1)
         with T.block("root"):
@@ -231,6 +243,7 @@ def _store(dtype: str, scope: str) -> tuple:
     layout = shared_16x16_to_ldmatrix_32x8_layout
 
     @T.prim_func
+    @no_type_check
     def desc(a: T.handle, c: T.handle) -> None:
         C_warp = T.match_buffer(a, (32, 8), dtype, scope="warp")
         C = T.match_buffer(c, (16, 16), dtype, scope=scope)
@@ -246,6 +259,7 @@ def _store(dtype: str, scope: str) -> tuple:
                     C[v0, v1] = C_warp[lane, local]
 
     @T.prim_func
+    @no_type_check
     def impl(a: T.handle, c: T.handle) -> None:
         s0 = T.int32()
         s1 = T.int32()
@@ -267,8 +281,9 @@ def _store(dtype: str, scope: str) -> tuple:
 def _register_all() -> dict[str, str]:
     names: dict[str, str] = {}
 
-    def add(constant: str, name: str, pair: tuple) -> None:
-        TensorIntrin.register(name, *pair, override=True)
+    def add(constant: str, name: str, pair: tuple[PrimFunc, PrimFunc]) -> None:
+        desc, impl = pair
+        TensorIntrin.register(name, desc, impl, override=True)
         names[constant] = name
 
     for dtype in ("float16", "bfloat16"):

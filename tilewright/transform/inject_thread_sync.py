@@ -192,10 +192,10 @@ class _Planner:
         ``(e + c) % n * S + r`` with ``0 <= r < S``, for one ``e`` (not moving between the
         sides), ``n`` and ``S``, and offsets ``c`` that differ modulo ``n`` (``(k + 2) % 3``
         against ``k % 3``)."""
-        parts = [self.version(x) for x in (a, b)]
-        if parts[0] is None or parts[1] is None:
+        part_a, part_b = self.version(a), self.version(b)
+        if part_a is None or part_b is None:
             return False
-        (mod_a, size_a), (mod_b, size_b) = parts
+        (mod_a, size_a), (mod_b, size_b) = part_a, part_b
         if size_a != size_b or not structural_equal(mod_a.b, mod_b.b):
             return False
         # A loop variable taking other values on the two sides may only move the rest.

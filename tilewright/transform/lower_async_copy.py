@@ -24,6 +24,7 @@ from tilewright.ir import (
     Broadcast,
     BufferLoad,
     BufferStore,
+    Call,
     Evaluate,
     FloatImm,
     IfThenElse,
@@ -122,7 +123,7 @@ def _as_cp_async(
     store: BufferStore, predicate: PrimExpr | None = None, fill: bool = False
 ) -> Stmt | None:
     load = store.value
-    if predicate is None and _is_guarded_load(load):
+    if predicate is None and isinstance(load, Call) and _is_guarded_load(load):
         # shared[i] = if_then_else(c, global[j], 0): copy where c holds, zeros elsewhere.
         predicate, load, fill = load.args[0], load.args[1], True
     if not isinstance(load, BufferLoad) or len(store.indices) != 1 or len(load.indices) != 1:

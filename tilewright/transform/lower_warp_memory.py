@@ -170,7 +170,9 @@ class _Lowering(Mutator):
         done: set[int] = set()
         for data_at, offset_at, per_lane in operands:
             data = args[data_at]
-            if not (intrinsics.REGION_DATA.matches(data) and self._is_warp(data.args[0])):
+            if not isinstance(data, Call) or not intrinsics.REGION_DATA.matches(data):
+                continue
+            if not self._is_warp(data.args[0]):
                 continue
             args[data_at] = self.region(data, call)
             args[offset_at] = self.offset(args[offset_at], per_lane, call)
@@ -214,7 +216,10 @@ class _Lowering(Mutator):
         if len(found) != 1 or not self._is_warp(found[0].args[0]):
             raise self.fail(f"{user.op}: the offset {expr} does not name one warp fragment")
         start = found[0]
-        width = start.args[0].buffer.shape[-1]
+        first = start.args[0]
+        assert isinstance(first, BufferLoad)  # _is_warp checked it
+        buffer = first.buffer
+        width = buffer.shape[-1]
         probe = Var("start", expr.dtype)
         rest = self.analyzer.simplify(op.sub(_replace(expr, start, probe), probe))
         if probe in collect_vars(rest):
@@ -224,12 +229,12 @@ class _Lowering(Mutator):
         if per_lane and not self.own_lane(lane):
             raise self.fail(
                 f"{user.op} addresses the registers of lane {lane} of warp buffer "
-                f"{start.args[0].buffer.name}, not the calling thread's (threadIdx.x)"
+                f"{buffer.name}, not the calling thread's (threadIdx.x)"
             )
         if not per_lane and not self.analyzer.can_prove_equal(rest, 0):
             raise self.fail(
                 f"{user.op} takes the start of a fragment of warp buffer "
-                f"{start.args[0].buffer.name}, not an offset {rest} into it"
+                f"{buffer.name}, not an offset {rest} into it"
             )
         return op.add(self.region(start, user), register)
 

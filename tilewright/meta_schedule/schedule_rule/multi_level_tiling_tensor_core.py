@@ -180,7 +180,7 @@ def tile_for_tensor_cores(
     order = []
     for var in gemm.iters:
         value = by_var[var]
-        match = [loop for loop in loops if sch.get(loop).loop_var is value]
+        match = [loop for loop in loops if getattr(sch.get(loop), "loop_var", None) is value]
         if len(match) != 1:
             raise ScheduleError("tensorize", "gemm-loops", "the GEMM's iterators are not loops")
         order.append(match[0])

@@ -23,6 +23,8 @@ Example::
 
 from __future__ import annotations
 
+from typing import no_type_check
+
 from tilewright.ir import PrimFunc
 from tilewright.meta_schedule.schedule_rule.multi_level_tiling_tensor_core import (
     fixed_tile_sizes,
@@ -33,6 +35,9 @@ from tilewright.meta_schedule.schedule_rule.multi_level_tiling_tensor_core impor
 from tilewright.schedule import Schedule
 from tilewright.script import tir as T
 
+# Script syntax (dtype strings in annotations, parsed frames) is not Python to mypy: each
+# script function is @no_type_check.
+
 __all__ = ["fragment_layout", "mma_matmul", "schedule_mma"]
 
 
@@ -42,6 +47,7 @@ def mma_matmul(
     """``C[i, j] = sum_k A[i, k] * B[k, j]``, accumulated in ``out_dtype``."""
 
     @T.prim_func
+    @no_type_check
     def main(a: T.handle, b: T.handle, c: T.handle):
         A = T.match_buffer(a, (n, k), in_dtype)
         B = T.match_buffer(b, (k, m), in_dtype)

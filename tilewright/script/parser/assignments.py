@@ -119,7 +119,8 @@ class AssignmentParser(StatementParser):
             self._remap(target, value, node)
             return None
         if isinstance(value, MetaVar):
-            return self._bind_meta(target, value.value, node)
+            self._bind_meta(target, value.value, node)
+            return None
         if isinstance(target, ast.Tuple | ast.List):
             if not isinstance(value, tuple | list) or len(value) != len(target.elts):
                 # Only ast.Assign has a tuple target (AnnAssign needs a name), so a value is there.
