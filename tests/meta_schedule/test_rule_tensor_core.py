@@ -49,19 +49,8 @@ def test_a_half_precision_gemm_goes_to_the_tensor_cores(in_dtype, out_dtype, com
     assert [len(i.decision) for i in samples] == [3, 3, 2]
 
 
-@T.prim_func
-def matmul_nt(A: T.Buffer((64, 64), "float16"), B: T.Buffer((64, 64), "float16"),
-              C: T.Buffer((64, 64), "float32")):  # fmt: skip
-    for i, j, k in T.grid(64, 64, 64):
-        with T.block("C"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + T.Cast("float32", A[vi, vk]) * T.Cast("float32", B[vj, vk])
-
-
 def test_a_transposed_b_takes_the_trans_b_intrinsics():
-    (sch,) = _space(IRModule({"main": matmul_nt}), "nvidia/h200")
+    (sch,) = _space(IRModule({"main": mma_matmul(64, 64, 64, trans_b=True)}), "nvidia/h200")
     tensorized = _tensorized(sch)
     assert tensorized[1] == "mma_ldmatrix_f16_b_trans" and tensorized[2] == "mma_f16f16f32_trans_b"
 

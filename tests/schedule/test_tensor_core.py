@@ -325,39 +325,6 @@ def test_build_artifact_of_the_mma_schedule_is_an_sm90_cubin() -> None:
 # -- one 16x16x16 tile, scheduled step by step ------------------------------------------------
 
 
-@T.prim_func
-def matmul_nt(A: T.Buffer((16, 16), "float16"), B: T.Buffer((16, 16), "float16"),
-              C: T.Buffer((16, 16), "float32")):  # fmt: skip
-    for i, j, k in T.grid(16, 16, 16):
-        with T.block("C"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + T.Cast("float32", A[vi, vk]) * T.Cast("float32", B[vj, vk])
-
-
-@T.prim_func
-def matmul_tn(A: T.Buffer((16, 16), "float16"), B: T.Buffer((16, 16), "float16"),
-              C: T.Buffer((16, 16), "float32")):  # fmt: skip
-    for i, j, k in T.grid(16, 16, 16):
-        with T.block("C"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + T.Cast("float32", A[vk, vi]) * T.Cast("float32", B[vk, vj])
-
-
-@T.prim_func
-def matmul_tt(A: T.Buffer((16, 16), "float16"), B: T.Buffer((16, 16), "float16"),
-              C: T.Buffer((16, 16), "float32")):  # fmt: skip
-    for i, j, k in T.grid(16, 16, 16):
-        with T.block("C"):
-            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-            with T.init():
-                C[vi, vj] = T.float32(0)
-            C[vi, vj] = C[vi, vj] + T.Cast("float32", A[vk, vi]) * T.Cast("float32", B[vj, vk])
-
-
 def _one_tile(
     func: PrimFunc, *, a_scope: str | None = "shared", layout: bool = True
 ) -> tuple[Schedule, list[BlockRV]]:
@@ -400,7 +367,9 @@ def _tensorize_all(sch: Schedule, blocks: list[BlockRV], group: dict[str, str]) 
     sch.tensorize(sch.get_loops(store)[-2], group["store"])
 
 
-@pytest.mark.parametrize("func, trans_b", [(mma_matmul(16, 16, 16), False), (matmul_nt, True)])
+@pytest.mark.parametrize(
+    "func, trans_b", [(mma_matmul(16, 16, 16), False), (mma_matmul(16, 16, 16, trans_b=True), True)]
+)
 def test_one_tile_tensorizes_with_b_row_or_column_major(func: PrimFunc, trans_b: bool) -> None:
     sch, blocks = _one_tile(func)
     group = cuda.get_mma_intrin_group("shared", "global", "float16", "float32", False, trans_b)
@@ -434,9 +403,9 @@ def test_one_tile_tensorizes_with_b_row_or_column_major(func: PrimFunc, trans_b:
     "func, trans_a, trans_b",
     [
         (mma_matmul(16, 16, 16), False, False),
-        (matmul_nt, False, True),
-        (matmul_tn, True, False),
-        (matmul_tt, True, True),
+        (mma_matmul(16, 16, 16, trans_b=True), False, True),
+        (mma_matmul(16, 16, 16, trans_a=True), True, False),
+        (mma_matmul(16, 16, 16, trans_a=True, trans_b=True), True, True),
     ],
 )
 def test_one_tile_computes_a_times_b_on_the_evaluator(
@@ -448,7 +417,7 @@ def test_one_tile_computes_a_times_b_on_the_evaluator(
     check_schedule(sch, func, numeric=False)
     a, b = _inputs(16, 16, 16, "float16", seed=1)
     c = np.full((16, 16), np.nan, "float32")
-    # matmul_nt takes B as n x k, matmul_tn A as k x m.
+    # trans_b stores B as n x k, trans_a A as k x m.
     a_stored = np.ascontiguousarray(a.T) if trans_a else a
     b_stored = np.ascontiguousarray(b.T) if trans_b else b
     got = run_module(tw.lower(sch.mod, "cuda"), "main", a_stored, b_stored, c)[2]
@@ -497,7 +466,7 @@ def test_mma_on_other_dtypes_is_refused() -> None:
 
 
 def test_mma_with_the_wrong_b_layout_is_refused() -> None:
-    sch, blocks = _one_tile(matmul_nt)
+    sch, blocks = _one_tile(mma_matmul(16, 16, 16, trans_b=True))
     gemm = sch.blockize(sch.get_loops(blocks[2])[-3])
     check_refused(
         sch, lambda: sch.tensorize(gemm, "mma_f16f16f32"), "does not compute what tensor intrinsic"
@@ -540,7 +509,9 @@ def test_schedule_mma_computes_a_times_b_on_the_gpu(
 
 @pytest.mark.gpu
 @needs_gpu
-@pytest.mark.parametrize("func, trans_b", [(mma_matmul(16, 16, 16), False), (matmul_nt, True)])
+@pytest.mark.parametrize(
+    "func, trans_b", [(mma_matmul(16, 16, 16), False), (mma_matmul(16, 16, 16, trans_b=True), True)]
+)
 def test_one_tile_computes_a_times_b_on_the_gpu(func: PrimFunc, trans_b: bool) -> None:
     sch, blocks = _one_tile(func)
     group = cuda.get_mma_intrin_group("shared", "global", "float16", "float32", False, trans_b)

@@ -218,21 +218,10 @@ def tile_for_tensor_cores(
     for index in (0, 1):
         fragment = sch.cache_read(outer, index, "warp")
         sch.compute_at(fragment, k1)
-        a, b = sch.get_loops(fragment)[-2:]
-        a0, a1 = sch.split(a, [None, 16])
-        b0, b1 = sch.split(b, [None, 16])
-        sch.reorder(a0, b0, a1, b1)
-        sch.transform_layout(fragment, ("write", 0), fragment_layout)
-        loads.append(a1)
-        unrolled += [a0, b0]
+        loads.append(_fragments(sch, fragment, "write", unrolled))
     store = sch.cache_write(outer, 0, "warp")
     sch.reverse_compute_at(store, warp)
-    a, b = sch.get_loops(store)[-2:]
-    a0, a1 = sch.split(a, [None, 16])
-    b0, b1 = sch.split(b, [None, 16])
-    sch.reorder(a0, b0, a1, b1)
-    sch.transform_layout(store, ("read", 0), fragment_layout)
-    unrolled += [a0, b0]
+    a1 = _fragments(sch, store, "read", unrolled)
     init = sch.decompose_reduction(outer, k0)
     unrolled += sch.get_loops(init)[-2:]
 
@@ -252,6 +241,19 @@ def tile_for_tensor_cores(
     if fragment_stages > 1:  # ldmatrix of step k1 + 1 while mma.sync computes step k1
         sch.annotate(k1, "software_pipeline_stage", [0, 0, fragment_stages - 1])
     return sch
+
+
+def _fragments(sch: Schedule, copy: BlockRV, side: str, unrolled: list[LoopRV]) -> LoopRV:
+    """Tile a warp copy's two loops by 16x16 fragments (loops over fragments outside, added
+    to ``unrolled``), store its warp buffer (the ``side`` it writes or reads) in the
+    fragment layout, and return the loop over one fragment's rows, which tensorize takes."""
+    a, b = sch.get_loops(copy)[-2:]
+    a0, a1 = sch.split(a, [None, 16])
+    b0, b1 = sch.split(b, [None, 16])
+    sch.reorder(a0, b0, a1, b1)
+    sch.transform_layout(copy, (side, 0), fragment_layout)
+    unrolled += [a0, b0]
+    return a1
 
 
 class MultiLevelTilingTensorCore(ScheduleRule):

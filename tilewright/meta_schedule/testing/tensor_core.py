@@ -42,22 +42,39 @@ __all__ = ["fragment_layout", "mma_matmul", "schedule_mma"]
 
 
 def mma_matmul(
-    n: int, m: int, k: int, in_dtype: str = "float16", out_dtype: str = "float32"
+    n: int,
+    m: int,
+    k: int,
+    in_dtype: str = "float16",
+    out_dtype: str = "float32",
+    trans_a: bool = False,
+    trans_b: bool = False,
 ) -> PrimFunc:
-    """``C[i, j] = sum_k A[i, k] * B[k, j]``, accumulated in ``out_dtype``."""
+    """``C[i, j] = sum_k A[i, k] * B[k, j]``, accumulated in ``out_dtype``; ``trans_a``
+    stores A as k x n, ``trans_b`` B as m x k."""
+    a_shape = (k, n) if trans_a else (n, k)
+    b_shape = (m, k) if trans_b else (k, m)
+
+    def a_at(i, kk):  # indices, called with the block's iterators
+        return (kk, i) if trans_a else (i, kk)
+
+    def b_at(kk, j):
+        return (j, kk) if trans_b else (kk, j)
 
     @T.prim_func
     @no_type_check
     def main(a: T.handle, b: T.handle, c: T.handle):
-        A = T.match_buffer(a, (n, k), in_dtype)
-        B = T.match_buffer(b, (k, m), in_dtype)
+        A = T.match_buffer(a, a_shape, in_dtype)
+        B = T.match_buffer(b, b_shape, in_dtype)
         C = T.match_buffer(c, (n, m), out_dtype)
         for i, j, kk in T.grid(n, m, k):
             with T.block("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, kk])
+                ai, ak = T.meta_var(a_at(vi, vk))
+                bk, bj = T.meta_var(b_at(vk, vj))
                 with T.init():
                     C[vi, vj] = T.cast(0, out_dtype)
-                C[vi, vj] = C[vi, vj] + T.cast(A[vi, vk], out_dtype) * T.cast(B[vk, vj], out_dtype)
+                C[vi, vj] = C[vi, vj] + T.cast(A[ai, ak], out_dtype) * T.cast(B[bk, bj], out_dtype)
 
     return main
 
