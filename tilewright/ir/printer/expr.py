@@ -93,6 +93,15 @@ def end_of(start: PrimExpr, extent: PrimExpr) -> PrimExpr:
     return op.add(start, extent)
 
 
+# Tensor-core intrinsics the script spells as functions taking the result dtype first.
+_TENSOR_CORE = (
+    intrinsics.PTX_LDMATRIX,
+    intrinsics.PTX_MMA,
+    intrinsics.MMA_FILL,
+    intrinsics.MMA_STORE,
+)
+
+
 class ExprPrinter:
     """Prints expressions; variables and buffers are named through a shared ``Namer``."""
 
@@ -240,6 +249,9 @@ class ExprPrinter:
             return f"T.call_extern({', '.join([head, *(self.expr(a) for a in args[1:])])})", ATOM
         if _reparses_as_intrinsic(e):
             return f"T.{e.op}({self.args(*args)})", ATOM
+        if intrinsics.is_call(e, *_TENSOR_CORE):  # TVM's spelling: the dtype first
+            operands = [string(str(e.dtype)), *(self.expr(a) for a in args)]
+            return f"T.{e.op}({', '.join(operands)})", ATOM
         head = f"{string(str(e.dtype))}, {string(e.op)}"
         return f"T.call_intrin({', '.join([head, *(self.expr(a) for a in args)])})", ATOM
 
