@@ -121,7 +121,16 @@ from tilewright.script.tir.exprs import (
     truncdiv,
     truncmod,
 )
-from tilewright.script.tir.loops import grid, parallel, serial, thread_binding, unroll, vectorized
+from tilewright.script.tir.loops import (
+    env_thread,
+    grid,
+    launch_thread,
+    parallel,
+    serial,
+    thread_binding,
+    unroll,
+    vectorized,
+)
 from tilewright.script.tir.reductions import comm_reducer, reinterpret, tvm_thread_allreduce
 from tilewright.script.tir.tensor_core import (
     meta_var,

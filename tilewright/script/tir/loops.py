@@ -1,11 +1,16 @@
 """Loop frames of the ``T`` namespace: ``T.grid``, ``T.serial``, ``T.parallel``,
-``T.vectorized``, ``T.unroll`` and ``T.thread_binding``."""
+``T.vectorized``, ``T.unroll`` and ``T.thread_binding``; ``T.env_thread`` and
+``T.launch_thread``, TVM's other way to bind a thread axis."""
 
 from __future__ import annotations
 
-from tilewright.ir.expr import IntImm
-from tilewright.ir.stmt import Attrs, ForKind, attrs
-from tilewright.script.parser.frames import LoopFrame, LoopSpec
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tilewright.ir.dtype import int32
+from tilewright.ir.expr import IntImm, PrimExpr, Var
+from tilewright.ir.stmt import Attrs, For, ForKind, Stmt, attrs
+from tilewright.script.parser.frames import EnclosingDirective, LoopFrame, LoopSpec, MetaVar
 from tilewright.script.tir import arguments as args
 
 
@@ -69,3 +74,59 @@ def grid(*extents: object) -> LoopFrame:
         value = args.int_expr(extent, f"T.grid extent {n}")
         loops.append(LoopSpec(IntImm(0, value.dtype), value, ForKind.SERIAL))
     return LoopFrame(tuple(loops))
+
+
+# Variables made by T.env_thread → the thread axis each names (TVM's IterVar of an env
+# thread); T.launch_thread reads it.
+_ENV_THREADS: dict[Var, str] = {}
+
+
+def env_thread(thread: object) -> MetaVar:
+    """``tx = T.env_thread("threadIdx.x")``: a variable for a thread axis, bound by a later
+    ``T.launch_thread(tx, 32)`` (the name is bound to the variable itself, with no let)."""
+    return MetaVar(_env_var(thread, "T.env_thread"))
+
+
+def _env_var(thread: object, where: str) -> Var:
+    if not isinstance(thread, str) or not thread:
+        raise TypeError(f'{where}: expected a thread axis such as "threadIdx.x", found {thread!r}')
+    var = Var(thread.replace(".", "_"), int32)
+    _ENV_THREADS[var] = thread
+    return var
+
+
+@dataclass(frozen=True)
+class LaunchThread(EnclosingDirective):
+    """``T.launch_thread(tx, 32)``: the rest of the body runs on ``tx``'s thread axis, as a
+    thread-binding loop over it (TVM writes a ``thread_extent`` attribute; here the loop is
+    the one form of a bound axis)."""
+
+    var: Var
+    thread: str
+    extent: PrimExpr
+
+    def enclose(self, names: list[str] | None) -> tuple[object, Callable[[Stmt], Stmt]]:
+        zero = IntImm(0, self.extent.dtype)
+
+        def wrap(body: Stmt) -> Stmt:
+            return For(self.var, zero, self.extent, ForKind.THREAD_BINDING, body, self.thread)
+
+        return self.var, wrap
+
+
+def launch_thread(thread: object, extent: object) -> LaunchThread:
+    """``T.launch_thread(tx, 32)`` (``tx`` from ``T.env_thread``) or
+    ``tx = T.launch_thread("threadIdx.x", 32)``: bind a thread axis over the rest of the
+    body."""
+    where = "T.launch_thread"
+    size = args.int_expr(extent, where)
+    if isinstance(thread, str):
+        var = _env_var(thread, where)
+    elif isinstance(thread, Var) and thread in _ENV_THREADS:
+        var = thread
+    else:
+        raise TypeError(
+            f"{where}: expected a variable from T.env_thread or a thread axis such as "
+            f'"threadIdx.x", found {thread!r}'
+        )
+    return LaunchThread(var, _ENV_THREADS[var], size)
