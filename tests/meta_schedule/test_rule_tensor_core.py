@@ -101,3 +101,38 @@ def test_sampled_candidates_replay_and_compute_the_product():
         assert "ptx_mma" in lowered.script()
         got = run_module(lowered, "main", a, b, np.full((64, 64), np.nan, np.float32))[2]
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+@T.prim_func
+def matmul_relu(A: T.Buffer((64, 64), "float16"), B: T.Buffer((64, 64), "float16"),
+                D: T.Buffer((64, 64), "float32")):  # fmt: skip
+    C = T.alloc_buffer((64, 64), "float32")
+    for i, j, k in T.grid(64, 64, 64):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + T.Cast("float32", A[vi, vk]) * T.Cast("float32", B[vk, vj])
+    for i, j in T.grid(64, 64):
+        with T.block("D"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            D[vi, vj] = T.max(C[vi, vj], T.float32(0))
+
+
+def test_a_gemm_with_an_epilogue_is_left_to_the_other_rules():
+    # Its output is an intermediate the epilogue reads: fusing the epilogue would need the
+    # fragments stored through shared memory (not yet), so the plain tiling takes it.
+    mod = IRModule({"main": matmul_relu})
+    for sch in _space(mod, "nvidia/h200"):
+        assert _tensorized(sch) == []
+    ctx = TuneContext(
+        mod=mod, target="nvidia/h200", space_generator="post-order-apply", rand_state=3
+    )
+    (sch,), _ = ms.sample_candidates(ctx, 1, max_attempts=200)
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
+    got = run_module(
+        tw.lower(sch.mod, "nvidia/h200"), "main", a, b, np.full((64, 64), np.nan, np.float32)
+    )[2]
+    want = np.maximum(a.astype(np.float32) @ b.astype(np.float32), 0)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())

@@ -98,27 +98,32 @@ class _Lowering(Mutator):
         super().__init__()
         self.func_name = func_name
         self.lowered = lowered
-        self.lanes: list[Var] = []  # the enclosing threadIdx.x loop variables
+        self.lanes: list[For] = []  # the enclosing threadIdx.x loops
         self.analyzer = Analyzer()
 
     def fail(self, message: str) -> WarpMemoryError:
         return WarpMemoryError(f"{self.func_name}: {message}")
 
     def visit_For(self, loop: For) -> Stmt:
-        if loop.kind is not ForKind.THREAD_BINDING or loop.thread_tag != "threadIdx.x":
-            self.analyzer.bind(loop.loop_var, Range(loop.min, loop.extent))
-            return self.generic_visit(loop)
-        if not (isinstance(loop.extent, IntImm) and loop.extent.value == WARP_SIZE):
-            raise self.fail(
-                f"warp buffers need threadIdx.x to run over the {WARP_SIZE} lanes of a warp; "
-                f"loop {loop.loop_var.name} binds it to {loop.extent} threads"
-            )
         self.analyzer.bind(loop.loop_var, Range(loop.min, loop.extent))
-        self.lanes.append(loop.loop_var)
+        if loop.kind is not ForKind.THREAD_BINDING or loop.thread_tag != "threadIdx.x":
+            return self.generic_visit(loop)
+        # Checked where a warp buffer is used: another kernel of the function may bind
+        # threadIdx.x to any number of threads.
+        self.lanes.append(loop)
         try:
             return self.generic_visit(loop)
         finally:
             self.lanes.pop()
+
+    def check_lanes(self) -> None:
+        """A warp buffer is used here: threadIdx.x must be the 32 lanes of a warp."""
+        for loop in self.lanes:
+            if not (isinstance(loop.extent, IntImm) and loop.extent.value == WARP_SIZE):
+                raise self.fail(
+                    f"warp buffers need threadIdx.x to run over the {WARP_SIZE} lanes of a "
+                    f"warp; loop {loop.loop_var.name} binds it to {loop.extent} threads"
+                )
 
     def visit_Allocate(self, alloc: Allocate) -> Stmt:
         body = self.visit(alloc.body)
@@ -126,7 +131,8 @@ class _Lowering(Mutator):
 
     # ---- plain accesses ------------------------------------------------------------------
     def own_lane(self, index: PrimExpr) -> bool:
-        return any(self.analyzer.can_prove_equal(index, lane) for lane in self.lanes)
+        self.check_lanes()
+        return any(self.analyzer.can_prove_equal(index, lane.loop_var) for lane in self.lanes)
 
     def access(self, buffer: Buffer, indices: tuple[PrimExpr, ...], what: str):
         new = self.lowered[buffer.data]
@@ -174,6 +180,7 @@ class _Lowering(Mutator):
                 continue
             if not self._is_warp(data.args[0]):
                 continue
+            self.check_lanes()
             args[data_at] = self.region(data, call)
             args[offset_at] = self.offset(args[offset_at], per_lane, call)
             done.update((data_at, offset_at))

@@ -243,6 +243,16 @@ def tile_for_tensor_cores(
     return sch
 
 
+def _writes_a_parameter(sch: Schedule, block: BlockRV) -> bool:
+    """Whether the block's output is a parameter of its function: the fragments are stored
+    straight to it. An intermediate output (an epilogue reads it) would need the epilogue
+    fused into a store through shared memory, not done yet, so such a GEMM is left to the
+    other rules."""
+    (written,) = [region.buffer for region in block_of(sch, block).writes]
+    func = sch.mod[sch.func_working_on]
+    return any(buffer is written for _, buffer in func.buffer_map)
+
+
 def _fragments(sch: Schedule, copy: BlockRV, side: str, unrolled: list[LoopRV]) -> LoopRV:
     """Tile a warp copy's two loops by 16x16 fragments (loops over fragments outside, added
     to ``unrolled``), store its warp buffer (the ``side`` it writes or reads) in the
@@ -287,7 +297,7 @@ class MultiLevelTilingTensorCore(ScheduleRule):
         if not self.enabled:
             return [sch]
         gemm = gemm_of(sch, block)
-        if gemm is None:
+        if gemm is None or not _writes_a_parameter(sch, block):
             return [sch]
         tiled = sch.copy()
         try:
