@@ -98,6 +98,11 @@ class _Summary:
     syncs: bool = False  # whether every execution passes a barrier
 
 
+# An access's version of a multi-buffered buffer, ``(e + c) % n * S + r``: n, S, the terms
+# of e (keys and coefficients), c, and the variables of e + c.
+_Version = tuple[int, int, tuple, int, frozenset]
+
+
 def _same_index(a: _Access, b: _Access) -> bool:
     """Both use one index expression, with the same variables and no loop variable varying."""
     if a.varying or b.varying or not structural_equal(a.index, b.index):
@@ -172,6 +177,8 @@ class _Planner:
         self.rename: dict[Var, Var] = {}
         self.ranges: dict[Var, Range] = {}  # serial loop variables
         self.thread_extent: dict[Var, int] = {}  # canonical threadIdx variable → extent
+        # id(access) → (the access, its version): other_versions' memo
+        self.versions: dict[int, tuple[_Access, _Version | None]] = {}
         self.analyzer = Analyzer()
 
     def conflict(self, before: list[_Access], after: list[_Access]) -> bool:
@@ -180,10 +187,10 @@ class _Planner:
             for b in after:
                 if a.data is not b.data or a.write == b.write:
                     continue
-                if self.other_versions(a, b):
-                    continue
                 regions = a.last is not None or b.last is not None
-                if regions or not (self.same_element(a, b) or self.thread_private(a, b)):
+                if not regions and (self.same_element(a, b) or self.thread_private(a, b)):
+                    continue
+                if not self.other_versions(a, b):
                     return True
         return False
 
@@ -195,20 +202,27 @@ class _Planner:
         part_a, part_b = self.version(a), self.version(b)
         if part_a is None or part_b is None:
             return False
-        (mod_a, size_a), (mod_b, size_b) = part_a, part_b
-        if size_a != size_b or not structural_equal(mod_a.b, mod_b.b):
+        (count_a, size_a, key_a, const_a, vars_a) = part_a
+        (count_b, size_b, key_b, const_b, vars_b) = part_b
+        if size_a != size_b or count_a != count_b or key_a != key_b:
             return False
         # A loop variable taking other values on the two sides may only move the rest.
-        if set(collect_vars((mod_a, mod_b))) & (a.varying | b.varying):
+        if (vars_a | vars_b) & (a.varying | b.varying):
             return False
-        count, step = mod_a.b, self.analyzer.simplify(mod_a.a - mod_b.a)
-        return (
-            isinstance(count, IntImm) and isinstance(step, IntImm) and step.value % count.value != 0
-        )
+        return (const_a - const_b) % count_a != 0
 
-    def version(self, access: _Access) -> tuple[FloorMod, int] | None:
-        """``(the version term (e + c) % n, the version size S)`` of an access whose elements
-        all lie in one version (module docstring of ``other_versions``)."""
+    def version(self, access: _Access) -> _Version | None:
+        """The version of an access whose elements all lie in one version (see
+        ``other_versions``): ``(n, S, the terms of e, c, the variables of e + c)``;
+        remembered per access, as a pair of loops compares each access many times."""
+        known = self.versions.get(id(access))
+        if known is not None and known[0] is access:
+            return known[1]
+        found = self._version(access)
+        self.versions[id(access)] = (access, found)
+        return found
+
+    def _version(self, access: _Access) -> _Version | None:
         low, high = access.index, access.last if access.last is not None else access.index
         if isinstance(low, Ramp):
             if not isinstance(low.stride, IntImm) or low.stride.value < 0:
@@ -230,17 +244,28 @@ class _Planner:
         dom = {**self.ranges, **threads}
         rests = []
         for end in (low, high):
-            rest = self.analyzer.simplify(end - term * size)
-            if term in [t for _, t, _ in to_form(rest).items()]:
+            form = to_form(end)
+            rest = LinearForm(form.dtype, form.const)
+            dropped = 0
+            for key, part, coef in form.items():
+                if isinstance(part, FloorMod) and structural_equal(part, term):
+                    dropped += coef
+                else:
+                    rest.add_term(part, coef, key)
+            if dropped != size:
                 return None
-            bounds = eval_set(rest, dom, self.analyzer)
-            rests.append(bounds)
+            rests.append(eval_set(build(rest), dom, self.analyzer))
         lowest, highest = rests[0].min_value, rests[1].max_value
         if not (isinstance(lowest, IntImm) and isinstance(highest, IntImm)):
             return None
         if lowest.value < 0 or highest.value >= size:
             return None
-        return term, size
+        count = term.b
+        if not isinstance(count, IntImm) or count.value <= 0:
+            return None
+        inner = to_form(term.a)
+        key = tuple(sorted(((k, c) for k, _, c in inner.items()), key=repr))
+        return count.value, size, key, inner.const, frozenset(collect_vars(term.a))
 
     def same_element(self, a: _Access, b: _Access) -> bool:
         """Each thread touches its own element, the same on both sides: the index is one
