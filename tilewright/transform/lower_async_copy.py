@@ -4,8 +4,13 @@
 groups' commits and waits. On CUDA targets of sm_80 and newer, this pass turns each store in
 a marked statement that copies 4, 8 or 16 bytes from global to shared memory (after
 ``lower_vectorized``: a scalar or a vector of lanes) into ``cp.async``; any other store stays
-as it is (synchronous, so already complete at the wait). A thread's wait covers its own
-copies only, so a barrier follows each wait: the next stage reads what other threads copied.
+as it is (synchronous, so already complete at the wait). A copy under a guard (``if c:``, a
+fetch the threads do not divide) becomes a predicated ``cp.async`` that reads nothing where
+``c`` is false; a padded one (``if_then_else(c, A[j], 0)``) also stores zeros there. Their
+addresses fall back to the buffers' first elements where ``c`` is false, so that none lies
+outside a buffer. A thread's wait covers its own copies only, so a barrier follows each
+wait: the next stage reads what other threads copied (a barrier just before a wait moves
+after it).
 On other targets the marks, commits and waits are dropped and every copy is synchronous.
 Run after ``inject_thread_sync``, which then saw the copies as plain stores.
 
