@@ -101,6 +101,8 @@ class _Summary:
 # An access's version of a multi-buffered buffer, ``(e + c) % n * S + r``: n, S, the terms
 # of e (keys and coefficients), c, and the variables of e + c.
 _Version = tuple[int, int, tuple, int, frozenset]
+# An index as (threadIdx variable → coefficient, the rest).
+_ThreadPart = tuple[dict[Var, int], LinearForm]
 
 
 def _same_index(a: _Access, b: _Access) -> bool:
@@ -177,6 +179,8 @@ class _Planner:
         self.rename: dict[Var, Var] = {}
         self.ranges: dict[Var, Range] = {}  # serial loop variables
         self.thread_extent: dict[Var, int] = {}  # canonical threadIdx variable → extent
+        # (id(expression), thread count) → (the expression, its thread part): a memo
+        self.parts: dict[tuple[int, int], tuple[PrimExpr, _ThreadPart | None]] = {}
         # id(access) → (the access, its version): other_versions' memo
         self.versions: dict[int, tuple[_Access, _Version | None]] = {}
         self.analyzer = Analyzer()
@@ -331,8 +335,18 @@ class _Planner:
         apart = (low.value, high.value)
         return not (_meets(apart, (gap, span)) or _meets(apart, (-span, -gap)))
 
-    def thread_part(self, expr: PrimExpr) -> tuple[dict[Var, int], LinearForm] | None:
-        """``expr`` as (threadIdx variable → coefficient, the rest), or None if not linear."""
+    def thread_part(self, expr: PrimExpr) -> _ThreadPart | None:
+        """``expr`` as (threadIdx variable → coefficient, the rest), or None if not linear;
+        remembered per expression (the pairs of two loops ask for each one many times)."""
+        key = (id(expr), len(self.thread_extent))
+        known = self.parts.get(key)
+        if known is not None and known[0] is expr:
+            return known[1]
+        found = self._thread_part(expr)
+        self.parts[key] = (expr, found)
+        return found
+
+    def _thread_part(self, expr: PrimExpr) -> _ThreadPart | None:
         if isinstance(expr, Ramp):
             return None
         form = to_form(expr)
