@@ -4,8 +4,8 @@ the buffers passed between stages multi-buffered.
 A loop whose body is ``m`` statements (after the allocations at its top) may carry
 ``software_pipeline_stage = [s_0, ..., s_{m-1}]`` and ``software_pipeline_order`` (a
 permutation, TVM's: statement ``i`` takes position ``order[i]`` in the new body; default as
-written). Statement
-``i`` of iteration ``k`` then runs in step ``k + s_i`` of ``N + max(s)`` steps: with stages
+written). Statement ``i`` of iteration ``k`` then runs in step ``k + s_i`` of
+``N + max(s)`` steps: with stages
 ``[0, 0, 1]`` the fetches of tile ``k + 1`` share a step with the compute of tile ``k``. A
 buffer allocated in the loop body and read ``d`` stages after it is written gets ``d + 1``
 versions (a new leading dimension indexed by ``k % (d + 1)``), so a step never overwrites
