@@ -10,14 +10,12 @@ import pytest
 
 import tilewright as tw
 from evaluator import DataRace, SharedMemoryRace, run_kernel, run_module
+from evaluator.barriers import without_barriers
 from tilewright.ir import (
-    Evaluate,
     For,
     ForKind,
     IRModule,
-    Mutator,
     PrimFunc,
-    Stmt,
     intrinsics,
     post_order_visit,
 )
@@ -26,7 +24,6 @@ from tilewright.schedule import Schedule
 from tilewright.schedule.tensor_intrin_cuda import ldmatrix_32x8_to_shared_16x16_layout
 from tilewright.script import from_source
 from tilewright.transform.inject_thread_sync import is_sync
-from tilewright.transform.remove_no_op import no_op
 
 LANES = np.arange(32)[:, None]
 
@@ -86,32 +83,13 @@ def test_the_lowered_mma_schedule_computes_the_matmul(shape, in_dtype, out_dtype
     np.testing.assert_allclose(c.astype("float32"), expected, rtol=0, atol=tolerance * scale)
 
 
-class _DropBarriers(Mutator):
-    """Replaces the barriers chosen by position (0 = first met in pre-order) by no-ops."""
-
-    def __init__(self, which: int) -> None:
-        super().__init__()
-        self.which = which
-        self.seen = 0
-
-    def visit_Evaluate(self, stmt: Evaluate) -> Stmt:
-        if not is_sync(stmt):
-            return stmt
-        self.seen += 1
-        return no_op() if self.seen - 1 == self.which else stmt
-
-
 @pytest.mark.parametrize("dropped", [0, 1])
 def test_ldmatrix_reads_race_with_the_fetch_without_its_barriers(dropped):
     # The loop over k opens with a barrier (the fetch waits for the last step's ldmatrix
     # readers) and has one between the fetch and the ldmatrix (the readers wait for it).
     lowered = _lowered((32, 32, 32), "float16", "float32", warps_m=1, warps_n=1, frags_m=2,
                        frags_n=2, k_frags=1, stages=1)  # fmt: skip
-    kernel = lowered["main_kernel"]
-    broken = lowered.with_function(
-        "main_kernel",
-        kernel.with_body(_DropBarriers(dropped).visit(kernel.body)),  # type: ignore[arg-type]
-    )
+    broken = without_barriers(lowered, {dropped})
     a, b = _inputs((32, 32, 32), "float16")
     pattern = r"^[AB]_shared\[\d+\]: read/write race: thread \(\d+, 0, 0\) .* reads it"
     with pytest.raises(SharedMemoryRace, match=pattern):

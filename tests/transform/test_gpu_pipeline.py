@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from evaluator import BarrierDivergence, SharedMemoryRace, run_module
+from evaluator.barriers import without_barriers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +28,6 @@ from tilewright.ir import (
 from tilewright.script import from_source
 from tilewright.target import Target
 from tilewright.transform.inject_thread_sync import is_sync
-from tilewright.transform.remove_no_op import no_op
 
 from .gpu_programs import REFERENCES, load
 
@@ -81,27 +81,6 @@ def _barriers(stmt: object) -> int:
     return count[0]
 
 
-class _DropBarriers(Mutator):
-    """Replaces the barriers chosen by position (0 = first met in pre-order) by no-ops."""
-
-    def __init__(self, which: set[int]) -> None:
-        super().__init__()
-        self.which = which
-        self.seen = 0
-
-    def visit_Evaluate(self, stmt: Evaluate) -> Stmt:
-        if not is_sync(stmt):
-            return stmt
-        self.seen += 1
-        return no_op() if self.seen - 1 in self.which else stmt
-
-
-def _without_barriers(lowered: IRModule, which: set[int]) -> IRModule:
-    kernel = lowered["main_kernel"]
-    body = _DropBarriers(which).visit(kernel.body)
-    return lowered.with_function("main_kernel", kernel.with_body(body))  # type: ignore[arg-type]
-
-
 @pytest.mark.parametrize("kind", ["cuda", "opencl", "metal"])
 def test_gpu_kinds_run_the_documented_stages(kind):
     assert [s.name for s in lowering_stages(kind)] == GPU_STAGES
@@ -143,7 +122,7 @@ def test_full_size_matmul_schedules_lower_to_one_kernel(name):
 def test_window_sum_without_its_barrier_races_on_shared_memory():
     lowered = lower(load("Expected_4"), "cuda")
     assert _barriers(lowered["main_kernel"].body) == 1
-    broken = _without_barriers(lowered, {0})
+    broken = without_barriers(lowered, {0})
     # Thread 0 reads A_shared[1] (its window) before thread 1 has fetched it.
     message = r"^A_shared\[1\]: read/write race: thread \(0, 0, 0\) .* thread \(1, 0, 0\) writes"
     with pytest.raises(SharedMemoryRace, match=message):
@@ -154,7 +133,7 @@ def test_window_sum_without_its_barrier_races_on_shared_memory():
 def test_shared_matmul_needs_both_barriers(dropped):
     lowered = lower(load("matmul_shared"), "cuda")
     assert _barriers(lowered["main_kernel"].body) == 2
-    broken = _without_barriers(lowered, {dropped})
+    broken = without_barriers(lowered, {dropped})
     # The top barrier guards the next fetch against slow readers (write after read), the
     # middle one the compute against an unfinished fetch (read after write).
     with pytest.raises(SharedMemoryRace, match=r"^A_shared\[8\]: read/write race: thread"):
