@@ -91,6 +91,15 @@ RULES = {
 }
 
 
+def register_rules(rules: dict[str, str]) -> None:
+    """Add the rules of primitives defined in their own modules (called at import), by short
+    name; a rule name registered twice is an error."""
+    for name, statement in rules.items():
+        if name in RULES:
+            raise ValueError(f"schedule rule {name!r} is already registered")
+        RULES[name] = statement
+
+
 class ScheduleError(Exception):
     """A schedule primitive refused its arguments; the schedule is unchanged.
 

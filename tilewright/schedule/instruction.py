@@ -101,6 +101,15 @@ KINDS: dict[str, InstructionKind] = {
 }
 
 
+def register_kinds(*kinds: InstructionKind) -> None:
+    """Add the instruction kinds of primitives defined outside this table (their method
+    modules call this at import); a name registered twice is an error."""
+    for kind in kinds:
+        if kind.name in KINDS:
+            raise ValueError(f"instruction kind {kind.name!r} is already registered")
+        KINDS[kind.name] = kind
+
+
 @dataclass(frozen=True)
 class Instruction:
     """One primitive call: its kind, inputs (references and values), attributes and outputs.

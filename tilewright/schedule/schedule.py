@@ -14,11 +14,14 @@ from tilewright.ir.function import PrimFunc
 from tilewright.ir.module import IRModule
 from tilewright.ir.stmt import AttrValue, Block, BlockRealize, For
 from tilewright.schedule.block_methods import BlockMethods
+from tilewright.schedule.buffer_methods import BufferMethods
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.instruction import Instruction, Ref
+from tilewright.schedule.iter_methods import IterMethods
 from tilewright.schedule.primitives import annotate as annotate_
 from tilewright.schedule.primitives import for_kind, get, loops
 from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
+from tilewright.schedule.reindex_methods import ReindexMethods
 from tilewright.schedule.sampling_methods import SamplingMethods
 from tilewright.schedule.state import ScheduleState
 from tilewright.schedule.trace import Trace
@@ -26,7 +29,7 @@ from tilewright.schedule.trace import Trace
 BlockArg = BlockRV | str
 
 
-class Schedule(BlockMethods, SamplingMethods):
+class Schedule(BlockMethods, SamplingMethods, IterMethods, BufferMethods, ReindexMethods):
     """Transforms the functions of a module without changing what they compute.
 
     Args:
