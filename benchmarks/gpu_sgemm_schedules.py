@@ -101,6 +101,27 @@ VARIANTS = {
     "64x256, k tile 16, cp.async 3 stages, compute first": lambda: strided(
         vtj=4, pipeline=True, stages=3, compute_first=True
     ),
+    "64x128, k tile 32, cp.async 4 stages, compute first": lambda: strided(
+        bk=32, pipeline=True, stages=4, compute_first=True
+    ),
+    "64x128, k tile 32, k-major A, cp.async 3 stages, compute first": lambda: strided(
+        bk=32, kmajor=True, pipeline=True, stages=3, compute_first=True
+    ),
+    "128x128, 256 threads, k tile 32, cp.async 3 stages, compute first": lambda: strided(
+        ty=16, bk=32, pipeline=True, stages=3, compute_first=True
+    ),
+    "128x128, 16x8 per thread, k tile 32, cp.async 3 stages, compute first": lambda: strided(
+        vti=4, bk=32, pipeline=True, stages=3, compute_first=True
+    ),
+    "128x64, 256 threads, 8x4 per thread, k tile 32, cp.async 3 stages": lambda: strided(
+        ty=16, vtj=1, bk=32, pipeline=True, stages=3, compute_first=True
+    ),
+    "64x128, k tile 64, cp.async 3 stages, compute first": lambda: strided(
+        bk=64, pipeline=True, stages=3, compute_first=True
+    ),
+    "64x64, 8x8 per thread (64 threads), k tile 32, cp.async 3 stages": lambda: strided(
+        tx=8, bk=32, pipeline=True, stages=3, compute_first=True
+    ),
 }
 
 

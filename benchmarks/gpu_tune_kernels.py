@@ -45,6 +45,17 @@ def _median_ms(fn, repeat: int = 20, calls: int = 1) -> float:
     return cuda_median(fn, runs=repeat, warmup=1, calls=calls) * 1e3
 
 
+def _print_phases(work_dir: str) -> None:
+    """The tuning log's per-round phase times (search, build, run), where the time went."""
+    path = os.path.join(work_dir, "logs", "tune.log")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        rounds = [line.rstrip() for line in f if ": search " in line or "timed " in line]
+    for line in rounds:
+        print("  " + line.split("] ", 1)[-1])
+
+
 def run(name: str, trials: int, seconds: float, per_iter: int) -> None:
     w = WORKLOADS[name]
     mod = IRModule({"main": w.func(**SIZES[name])})
@@ -60,6 +71,7 @@ def run(name: str, trials: int, seconds: float, per_iter: int) -> None:
         max_seconds=seconds,
     )
     tuning = time.perf_counter() - start
+    _print_phases(work_dir)
     records = db.get_all_tuning_records()
     sch = ms.tir_integration.compile_tir(db, mod, "cuda")
     if sch is None:

@@ -30,7 +30,7 @@ ORDER = (
     "demo",
 )
 # TVM-shaped namespaces that only re-export: they may import anything.
-FACADES = ("__init__", "tir", "nd")
+FACADES = ("__init__", "tir", "nd", "relax")
 
 
 def package_of(path: Path) -> str:

@@ -38,6 +38,7 @@ _SUBMODULES = (
     "config",
     "ir",
     "nd",
+    "relax",
     "runtime",
     "script",
     "target",

@@ -70,7 +70,7 @@ def _replayed(name: str, trace: Trace) -> Schedule:
     Trace.from_json(json.dumps(trace.as_json())).apply_to_schedule(from_json)
     assert_structural_equal(from_json.mod, sch.mod)
     from_python = Schedule(_func(name))
-    exec(str(trace), {"sch": from_python})
+    exec("\n".join(trace.as_python()), {"sch": from_python})
     assert_structural_equal(from_python.mod, sch.mod)
     return sch
 

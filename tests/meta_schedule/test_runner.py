@@ -269,3 +269,28 @@ def test_rotation_and_cache_size(tmp_path: Path) -> None:
     assert rotation_sets([TensorInfo("float32", (4,))], "cuda") == MAX_ARGUMENT_SETS
     huge = [TensorInfo("float32", (8192, 8192))] * 3
     assert rotation_sets(huge, "cuda") == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32"])
+def test_compare_checks_every_element_of_large_arrays(dtype: str) -> None:
+    # More elements than one comparison block: the wrong element sits in the second block.
+    from tilewright.meta_schedule.runner.worker import compare
+
+    check = ReferenceCheck("unused.npz", rtol=1e-3, atol=1e-4)
+    rng = np.random.default_rng(0)
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    want = rng.integers(1, 8, size=(1500, 1024)).astype(np_dtype)
+    assert compare("C", want.copy(), want, check) is None  # bit-identical
+    if dtype != "int32":
+        close = (want.astype(np.float64) * (1 + 2e-4)).astype(np_dtype)
+        assert compare("C", close, want, check) is None  # inside rtol, not identical
+        nan = want.copy()
+        nan[1400, 3] = np.nan
+        assert compare("C", nan, want, check) == "wrong result: buffer C holds NaN (1 elements)"
+    wrong = want.copy()
+    wrong[1200, 5] = wrong[1200, 5] + 2
+    wrong[7, 7] = wrong[7, 7] + 1
+    message = compare("C", wrong, want, check)
+    assert message is not None and message.startswith("wrong result: buffer C, max abs error 2")
+    assert "at (1200, 5)" in message
+    assert compare("C", want[:10], want, check) is not None  # shapes differ

@@ -70,7 +70,7 @@ def check_replay(sch: Schedule, func: PrimFunc) -> None:
     Trace.from_json(json.dumps(sch.trace.as_json())).apply_to_schedule(from_json)
     assert_structural_equal(from_json.mod, sch.mod)
     from_python = Schedule(func)
-    exec(str(sch.trace), {"sch": from_python})
+    exec("\n".join(sch.trace.as_python()), {"sch": from_python})
     assert_structural_equal(from_python.mod, sch.mod)
 
 

@@ -44,7 +44,7 @@ def check_replay(sch: Schedule, original: IRModule | PrimFunc) -> None:
     assert Trace.from_json(text).as_json() == json.loads(text)
 
     from_python = Schedule(original)
-    exec(str(sch.trace), {"sch": from_python})
+    exec("\n".join(sch.trace.as_python()), {"sch": from_python})
     assert_structural_equal(from_python.mod, sch.mod)
 
 

@@ -49,7 +49,7 @@ def test_sampled_factors_split_and_annotate_like_given_ones() -> None:
     sch = _sampled(tiles=[2, 2, 2])
     check_schedule(sch, matmul, matmul_tiled)
     assert [i.decision for i in sch.trace if i.spec.sampling] == [[2, 2, 2], 1]
-    line = str(sch.trace).splitlines()[2]
+    line = sch.trace.as_python()[2]
     assert line == (
         "v4, v5, v6 = sch.sample_perfect_tile(loop=l1, n=3, max_innermost_factor=4, "
         "decision=[2, 2, 2])"

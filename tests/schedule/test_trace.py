@@ -36,12 +36,14 @@ def test_show_prints_the_calls_as_python(capsys: pytest.CaptureFixture[str]) -> 
     sch.bind(i1, "threadIdx.x")
     sch.trace.show()
     assert capsys.readouterr().out.splitlines() == [
-        'b0 = sch.get_block(name="C", func_name="main")',
-        "l1, = sch.get_loops(block=b0)",
-        "l2, l3 = sch.split(loop=l1, factors=[None, 128], preserve_unit_iters=True, "
+        "# from tvm import tir",
+        "def apply_trace(sch: tir.Schedule) -> None:",
+        '  b0 = sch.get_block(name="C", func_name="main")',
+        "  l1, = sch.get_loops(block=b0)",
+        "  l2, l3 = sch.split(loop=l1, factors=[None, 128], preserve_unit_iters=True, "
         "disable_predication=False)",
-        'sch.bind(loop=l2, thread_axis="blockIdx.x")',
-        'sch.bind(loop=l3, thread_axis="threadIdx.x")',
+        '  sch.bind(loop=l2, thread_axis="blockIdx.x")',
+        '  sch.bind(loop=l3, thread_axis="threadIdx.x")',
     ]
 
 
@@ -95,11 +97,11 @@ def test_json_form() -> None:
     sch.annotate(sch.get_block("C"), "note", "x")
     assert sch.trace.as_json() == [
         [
-            ["get_block", [], ["C", "main"], ["b0"]],
-            ["get_loops", ["b0"], [], ["l1"]],
-            ["split", ["l1", [None, 128]], [True, False], ["l2", "l3"]],
-            ["get_block", [], ["C", "main"], ["b4"]],
-            ["annotate", ["b4", {"str": "x"}], ["note"], []],
+            ["GetBlock", [], ["C", "main"], ["b0"]],
+            ["GetLoops", ["b0"], [], ["l1"]],
+            ["Split", ["l1", [None, 128]], [True, False], ["l2", "l3"]],
+            ["GetBlock", [], ["C", "main"], ["b4"]],
+            ["Annotate", ["b4", {"str": "x"}], ["note"], []],
         ],
         [],
     ]

@@ -81,8 +81,8 @@ def test_undefined_variable():
 
 
 def test_unsupported_statement():
-    with pytest.raises(ParseError, match=r"line 3, column 5: unsupported statement While"):
-        parse_body("while n < 3:", "    pass")
+    with pytest.raises(ParseError, match=r"line 3, column 5: unsupported statement Try"):
+        parse_body("try:", "    pass", "except:", "    pass")
     with pytest.raises(ParseError, match=r"unsupported statement Return"):
         parse_body("return 1")
 

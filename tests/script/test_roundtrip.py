@@ -32,12 +32,14 @@ from tilewright.ir import (
     Add,
     Allocate,
     And,
+    AssertStmt,
     AttrStmt,
     Block,
     BlockRealize,
     Broadcast,
     BufferRegion,
     BufferStore,
+    DeclBuffer,
     Evaluate,
     FloorDiv,
     FloorMod,
@@ -59,8 +61,10 @@ from tilewright.ir import (
     Ramp,
     Range,
     Select,
+    Shuffle,
     StringImm,
     Sub,
+    While,
     assert_structural_equal,
     attrs,
     const,
@@ -249,6 +253,23 @@ def _allocate_then_more() -> IRModule:
     return _one_buffer(lambda a: seq(Allocate(tmp, _store(tmp, 0)), _store(a, 0)))
 
 
+def assert_while_and_shuffle() -> IRModule:
+    flag = decl_buffer((1,), "int32", "flag", "local")
+
+    def body(a):
+        shuffled = Shuffle((a[Ramp(const(0), const(1), 4)],), tuple(const(k) for k in (3, 2, 1, 0)))
+        loop = While(flag[const(0)] < 4, _store(flag, 0, flag[const(0)] + 1))
+        checked = AssertStmt(op.eq(flag[const(0)], 4), StringImm("done"), _store(a, 1))
+        inner = seq(BufferStore(a, shuffled, (Ramp(const(4), const(1), 4),)), loop, checked)
+        view = decl_buffer((4,), "float32", "view", data=a.data)
+        tail = seq(DeclBuffer(view, _store(view, 3)), _store(a, 2))
+        return Allocate(
+            flag, seq(_store(flag, 0, const(0)), AssertStmt(TRUE, StringImm("x"), inner), tail)
+        )
+
+    return _one_buffer(body)
+
+
 def vector_let() -> IRModule:
     x = var("x", "float32x4")
     return _one_buffer(
@@ -310,6 +331,7 @@ FIXTURES = {
     "empty_loop_body": empty_loop_body,
     "thread_allreduce_under_its_reducer": thread_allreduce_under_its_reducer,
     "allocate_followed_by_more_statements": _allocate_then_more,
+    "assert_while_and_shuffle": assert_while_and_shuffle,
 }
 
 

@@ -302,4 +302,21 @@ def block_access_regions(
     reduced = set(walk.writes) if block.init is not None else set()
     reads = tuple(_union(buf, acc) for buf, acc in walk.reads.items() if buf not in reduced)
     writes = tuple(_union(buf, acc) for buf, acc in walk.writes.items())
-    return reads, writes
+    return _explicit(block, "read", reads), _explicit(block, "write", writes)
+
+
+def _explicit(
+    block: Block, kind: str, inferred: tuple[BufferRegion, ...]
+) -> tuple[BufferRegion, ...]:
+    """``inferred`` with the regions that ``annotate_buffer_access`` declared (the block's
+    ``explicit_<kind>_region`` annotation lists their indices) kept as declared."""
+    marked = dict(block.annotations).get(f"explicit_{kind}_region")
+    declared = block.reads if kind == "read" else block.writes
+    if not isinstance(marked, tuple):
+        return inferred
+    kept = {
+        declared[k].buffer: declared[k]
+        for k in marked
+        if isinstance(k, int) and 0 <= k < len(declared)
+    }
+    return tuple(kept.get(r.buffer, r) for r in inferred)

@@ -13,11 +13,14 @@ import dataclasses
 from collections.abc import Callable
 from typing import ClassVar
 
-from tilewright.codegen.c_like import C_KEYWORDS, CLikePrinter, CodegenError, Expr
+from tilewright.codegen import c_builtins
+from tilewright.codegen.c_like import C_KEYWORDS, CLikePrinter, CodegenError, Emitter, Expr
 from tilewright.codegen.c_vector import VectorWriter
 from tilewright.codegen.signature import FuncSignature, func_signature, symbolic_vars
 from tilewright.ir import DataType, IntImm, IRModule, PrimFunc, Var
-from tilewright.ir.stmt import Allocate, AttrStmt, BufferStore, For, ForKind
+from tilewright.ir.expr import StringImm
+from tilewright.ir.intrinsics import Intrinsic
+from tilewright.ir.stmt import Allocate, AssertStmt, AttrStmt, BufferStore, For, ForKind
 
 # Stack arrays up to this size; larger or symbolic allocations go to the heap.
 MAX_STACK_BYTES = 64 * 1024
@@ -101,6 +104,7 @@ class CPrinter(CLikePrinter):
         "bfloat16": "float",
     }
     storage_types: ClassVar[dict[str, str]] = {"float16": "uint16_t", "bfloat16": "uint16_t"}
+    emitters: ClassVar[dict[Intrinsic, Emitter]] = {**CLikePrinter.emitters, **c_builtins.EMITTERS}
 
     def __init__(self) -> None:
         super().__init__()
@@ -291,6 +295,16 @@ class CPrinter(CLikePrinter):
         # Atomic: inside a parallel loop every thread may report the failure.
         self.emit("  __atomic_store_n(&tw_status, -1, __ATOMIC_RELAXED);")
         self.emit("}")
+
+    def stmt_AssertStmt(self, s: AssertStmt) -> None:
+        if self.in_parallel:
+            raise CodegenError(f"{self.func_name}: an assert inside a parallel loop")
+        message = s.message.value if isinstance(s.message, StringImm) else "assertion"
+        comment = message.replace("*/", "* /")
+        self.emit(f"if (!({self.expr_text(s.condition)})) {{  /* {comment} */")
+        self.emit("  return -2;")
+        self.emit("}")
+        self.stmt(s.body)
 
     # ---- functions -------------------------------------------------------------------------
 

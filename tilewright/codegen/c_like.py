@@ -62,12 +62,14 @@ from tilewright.ir.intrinsics import Intrinsic
 from tilewright.ir.stmt import (
     AttrStmt,
     BufferStore,
+    DeclBuffer,
     Evaluate,
     For,
     IfThenElse,
     LetStmt,
     SeqStmt,
     Stmt,
+    While,
 )
 
 
@@ -167,7 +169,8 @@ class CLikePrinter:
             "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "erf",
             "floor", "ceil", "trunc", "nearbyint")},
         **{name: (name + "f({0}, {1})", name + "({0}, {1})") for name in (
-            "pow", "atan2", "fmod", "hypot", "copysign")},
+            "pow", "atan2", "fmod", "hypot", "copysign", "nextafter")},
+        "ldexp": ("ldexpf({0}, {1})", "ldexp({0}, {1})"),
         "exp10": ("powf(10.0f, {0})", "pow(10.0, {0})"),
         "round": ("nearbyintf({0})", "nearbyint({0})"),
         "abs": ("fabsf({0})", "fabs({0})"),
@@ -584,6 +587,15 @@ class CLikePrinter:
                 statement(self, s.value)
                 return
         self.emit(f"{self.expr_text(s.value)};")
+
+    def stmt_DeclBuffer(self, s: DeclBuffer) -> None:
+        # A view of storage that exists: accesses name its data variable already.
+        self.stmt(s.body)
+
+    def stmt_While(self, s: While) -> None:
+        self.emit(f"while ({self.expr_text(s.condition)}) {{")
+        self.block(s.body)
+        self.emit("}")
 
     def stmt_IfThenElse(self, s: IfThenElse) -> None:
         self.emit(f"if ({self.expr_text(s.condition)}) {{")

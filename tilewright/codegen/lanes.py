@@ -2,7 +2,8 @@
 
 Printers without (or not choosing) native vector types write a vector statement as a loop
 over its lanes; this rewrite gives the loop body. ``Ramp(b, s, n)`` becomes ``b + lane * s``,
-``Broadcast(v, n)`` becomes ``v``, and every other vector node takes its scalar form.
+``Broadcast(v, n)`` becomes ``v``, ``Shuffle`` a choice among its vectors' lanes, and every
+other vector node takes its scalar form.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tilewright.ir import (
     Node,
     PrimExpr,
     Ramp,
+    Shuffle,
     Stmt,
     Var,
     op,
@@ -47,7 +49,7 @@ def lane_of(expr: PrimExpr, lane: Var, arrays: Mapping[Var, Buffer] | None = Non
 
 
 class _Lane(Mutator):
-    def __init__(self, lane: Var, arrays: Mapping[Var, Buffer]) -> None:
+    def __init__(self, lane: PrimExpr, arrays: Mapping[Var, Buffer]) -> None:
         super().__init__()
         self.lane = lane
         self.arrays = arrays
@@ -95,6 +97,20 @@ class _Lane(Mutator):
     def visit_Call(self, node: Call) -> PrimExpr:
         args = tuple(self.visit(a) for a in node.args)
         return Call(node.dtype.element, node.op, args)
+
+    def visit_Shuffle(self, node: Shuffle) -> PrimExpr:
+        # Lane k is element indices[k] of the concatenated vectors: a choice on the lane.
+        elements = [(v, j) for v in node.vectors for j in range(v.dtype.lanes)]
+        result: PrimExpr | None = None
+        for k in reversed(range(len(node.indices))):
+            index = node.indices[k]
+            if not isinstance(index, IntImm) or not 0 <= index.value < len(elements):
+                raise ValueError(f"shuffle index {index!r} is not a lane of its vectors")
+            vector, j = elements[index.value]
+            picked = _Lane(IntImm(j, self.lane.dtype), self.arrays).visit(vector)
+            result = picked if result is None else op.select(op.eq(self.lane, k), picked, result)
+        assert result is not None
+        return result
 
     def visit_Let(self, node: Let) -> PrimExpr:
         value = self.visit(node.value)

@@ -35,6 +35,7 @@ from tilewright.ir.expr import (
     Ramp,
     Range,
     Select,
+    Shuffle,
     StringImm,
     Sub,
     Var,
@@ -54,11 +55,13 @@ from tilewright.ir.op import cast, const, convert
 from tilewright.ir.span import Span
 from tilewright.ir.stmt import (
     Allocate,
+    AssertStmt,
     Attrs,
     AttrStmt,
     Block,
     BlockRealize,
     BufferStore,
+    DeclBuffer,
     Evaluate,
     For,
     ForKind,
@@ -69,6 +72,7 @@ from tilewright.ir.stmt import (
     MatchBufferRegion,
     SeqStmt,
     Stmt,
+    While,
     attrs,
     seq,
 )

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tilewright.ir.dtype import DataType, dtype, handle, int32
-from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
+from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Ramp, Range, Var
 from tilewright.ir.layout import Layout
 from tilewright.ir.node import Node, node
 from tilewright.ir.op import Operand, convert
+
+if TYPE_CHECKING:
+    from tilewright.ir.stmt import BufferStore
 
 DEFAULT_ALIGN = 64
 
@@ -38,6 +42,7 @@ class Buffer(Node):
     align: int = DEFAULT_ALIGN
     offset_factor: int = 1
     layout: Layout | None = None
+    axis_separators: tuple[int, ...] = ()  # TVM's: groups of dims flattened apart
 
     @property
     def ndim(self) -> int:
@@ -81,6 +86,26 @@ class Buffer(Node):
             extent = extent * dim
         return intrinsics.ACCESS_PTR.call(self.data, start, extent, convert(mask), dtype=None)
 
+    def vload(self, begin: Sequence[PrimExpr | int], dtype: str | None = None) -> BufferLoad:
+        """TVM's ``A.vload([i, j], "float32x4")``: the lanes from ``begin`` along the last
+        dimension (a ``Ramp`` index), or one element without a vector dtype."""
+        indices = [convert(i) for i in begin]
+        lanes = DataType.parse(dtype).lanes if dtype is not None else 1
+        if lanes > 1 and indices:
+            indices[-1] = Ramp(indices[-1], convert(1, indices[-1].dtype), lanes)
+        return BufferLoad(self, tuple(indices))
+
+    def vstore(self, begin: Sequence[PrimExpr | int], value: PrimExpr) -> BufferStore:
+        """TVM's ``A.vstore([i, j], value)``: store ``value``'s lanes from ``begin`` (a
+        ``BufferStore``)."""
+        from tilewright.ir.stmt import BufferStore
+
+        indices = [convert(i) for i in begin]
+        lanes = value.dtype.lanes
+        if lanes > 1 and indices:
+            indices[-1] = Ramp(indices[-1], convert(1, indices[-1].dtype), lanes)
+        return BufferStore(self, value, tuple(indices))
+
     def with_shape(self, shape: Sequence[PrimExpr | int]) -> Buffer:
         return self.replace(shape=tuple(convert(s) for s in shape))
 
@@ -97,6 +122,7 @@ def decl_buffer(
     align: int = DEFAULT_ALIGN,
     offset_factor: int = 1,
     layout: Layout | None = None,
+    axis_separators: Sequence[int] = (),
 ) -> Buffer:
     """A new buffer with a fresh data variable unless ``data`` is given."""
     dims = shape if isinstance(shape, Sequence) else (shape,)
@@ -111,6 +137,7 @@ def decl_buffer(
         align=align,
         offset_factor=offset_factor,
         layout=layout,
+        axis_separators=tuple(int(a) for a in axis_separators),
     )
 
 

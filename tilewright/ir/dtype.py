@@ -7,6 +7,10 @@ from dataclasses import dataclass
 from functools import cache
 
 _CODES = ("int", "uint", "float", "bfloat", "bool", "handle", "void")
+# The 8-bit float formats, each its own type code (TVM's and ml_dtypes' names): e<exponent
+# bits>m<mantissa bits>; "fn" has no infinities, "fnuz" no negative zero either.
+FLOAT8_CODES = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+_FLOAT8 = re.compile(r"^(float8_e4m3fn|float8_e5m2|float8_e4m3fnuz|float8_e5m2fnuz)(?:x(\d+))?$")
 _PATTERN = re.compile(r"^(int|uint|float|bfloat|bool|handle|void)(\d*)(?:x(\d+))?$")
 _DEFAULT_BITS = {
     "int": 32,
@@ -61,6 +65,12 @@ class DataType:
         return self.code in ("float", "bfloat")
 
     @property
+    def is_float8(self) -> bool:
+        """True for the 8-bit float formats (``float8_e4m3fn``, ``float8_e5m2``, ...); they
+        are not ``is_float``: no target computes in them, values are converted."""
+        return self.code in FLOAT8_CODES
+
+    @property
     def is_bool(self) -> bool:
         return self.code == "bool"
 
@@ -90,7 +100,8 @@ class DataType:
         return DataType(self.code, self.bits, lanes)
 
     def __str__(self) -> str:
-        base = self.code if self.code in ("bool", "handle", "void") else f"{self.code}{self.bits}"
+        named = self.code in ("bool", "handle", "void") or self.is_float8
+        base = self.code if named else f"{self.code}{self.bits}"
         return base if self.lanes == 1 else f"{base}x{self.lanes}"
 
     def __repr__(self) -> str:
@@ -99,9 +110,13 @@ class DataType:
 
 @cache
 def _parse(text: str) -> DataType:
+    eight = _FLOAT8.match(text)
+    if eight is not None:
+        return DataType(eight.group(1), 8, int(eight.group(2)) if eight.group(2) else 1)
     match = _PATTERN.match(text)
     if match is None:
-        raise ValueError(f"unknown dtype {text!r}; expected one of {', '.join(_CODES)} with bits")
+        names = ", ".join((*_CODES, *FLOAT8_CODES))
+        raise ValueError(f"unknown dtype {text!r}; expected one of {names} (with bits)")
     code, bits, lanes = match.group(1), match.group(2), match.group(3)
     width = int(bits) if bits else _DEFAULT_BITS[code]
     valid = {

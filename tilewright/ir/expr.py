@@ -97,6 +97,25 @@ class PrimExpr(Node):
     def __invert__(self) -> PrimExpr:
         return _op.logical_not(self)
 
+    # ``^ << >>`` are TVM's integer bit operations (``&`` and ``|`` above stay logical).
+    def __xor__(self, other: Operand) -> PrimExpr:
+        return _bit("bitwise_xor", self, other)
+
+    def __rxor__(self, other: Operand) -> PrimExpr:
+        return _bit("bitwise_xor", other, self)
+
+    def __lshift__(self, other: Operand) -> PrimExpr:
+        return _bit("shift_left", self, other)
+
+    def __rlshift__(self, other: Operand) -> PrimExpr:
+        return _bit("shift_left", other, self)
+
+    def __rshift__(self, other: Operand) -> PrimExpr:
+        return _bit("shift_right", self, other)
+
+    def __rrshift__(self, other: Operand) -> PrimExpr:
+        return _bit("shift_right", other, self)
+
     def __bool__(self) -> bool:
         # Python's default (every object is true) would make `if x > 5:` take the branch
         # whatever x is; IntImm and FloatImm override this with their value.
@@ -346,6 +365,18 @@ class Let(PrimExpr):
 
 
 @node
+class Shuffle(PrimExpr):
+    """The lanes ``indices`` pick from the concatenation of ``vectors`` (TVM's ``Shuffle``)."""
+
+    vectors: tuple[PrimExpr, ...]
+    indices: tuple[PrimExpr, ...]
+
+    @property
+    def dtype(self) -> DataType:
+        return self.vectors[0].dtype.with_lanes(len(self.indices))
+
+
+@node
 class Call(PrimExpr):
     """An intrinsic call such as ``exp`` or ``if_then_else``; ``op`` names the intrinsic."""
 
@@ -381,3 +412,16 @@ def _unknown_truth_value(expr: PrimExpr) -> str:
 
 # op builds nodes of this module; imported last so that both modules can refer to each other.
 from tilewright.ir import op as _op  # noqa: E402
+
+
+def _bit(name: str, a: Operand, b: Operand) -> PrimExpr:
+    """The intrinsic call ``name(a, b)``; a Python int takes the other operand's dtype."""
+    from tilewright.ir.intrinsics import lookup
+
+    x = (
+        a
+        if isinstance(a, PrimExpr)
+        else _op.convert(a, b.dtype if isinstance(b, PrimExpr) else None)
+    )
+    y = b if isinstance(b, PrimExpr) else _op.convert(b, x.dtype)
+    return lookup(name).call(x, y)

@@ -112,7 +112,7 @@ UNARY_MATH = (
     "sigmoid", "erf", "floor", "ceil",
     "round", "trunc", "nearbyint", "abs", "fabs",
 )  # fmt: skip
-BINARY_MATH = ("pow", "atan2", "fmod", "hypot", "copysign")
+BINARY_MATH = ("pow", "atan2", "fmod", "hypot", "copysign", "nextafter")
 FLOAT_PREDICATES = ("isnan", "isinf", "isfinite")
 BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right")
 
@@ -254,6 +254,42 @@ WARP_SHUFFLE_XOR = Intrinsic(
     "(mask, value, lane_mask, width): value as lane (this lane ^ lane_mask) holds it; every lane"
     " named in mask calls it together (__shfl_xor_sync)",
 )
+POPCOUNT = Intrinsic("popcount", 1, ResultType.FIRST_ARG, doc="the number of set bits")
+CLZ = Intrinsic("clz", 1, ResultType.FIRST_ARG, doc="the number of leading zero bits")
+LDEXP = Intrinsic("ldexp", 2, ResultType.FIRST_ARG, doc="(x, e): x * 2**e")
+Q_MULTIPLY_SHIFT = Intrinsic(
+    "q_multiply_shift",
+    4,
+    ResultType.FIRST_ARG,
+    doc="(x, y, q, s): the fixed-point product round(x * y * 2**(s - q)) of int32 values, "
+    "computed in int64 (TVM's rounding: add half, shift right)",
+)
+CALL_PACKED = Intrinsic(
+    "tvm_call_packed",
+    None,
+    ResultType.INT32,
+    Effect.WRITE,
+    "(name, *args): a call of the packed function registered as name (TVM's runtime)",
+    min_args=1,
+)
+# TVM's wmma builtins (CUDA tensor cores through nvcuda::wmma); fragments are handles.
+WMMA = tuple(
+    Intrinsic(name, arity, ResultType.HANDLE, Effect.WRITE, doc)
+    for name, arity, doc in (
+        ("tvm_fill_fragment", 6, "(fragment, m, n, k, index, value)"),
+        ("tvm_load_matrix_sync", 8, "(fragment, m, n, k, index, address, stride, layout)"),
+        ("tvm_mma_sync", 8, "(d, d_index, a, a_index, b, b_index, c, c_index)"),
+        ("tvm_bmma_sync", 8, "(d, d_index, a, a_index, b, b_index, c, c_index), 1-bit"),
+        ("tvm_store_matrix_sync", 8, "(fragment, m, n, k, index, address, stride, layout)"),
+    )
+)
+RET = Intrinsic("ret", 1, ResultType.FIRST_ARG, Effect.WRITE, "return the value from the function")
+TVM_TUPLE = Intrinsic("tvm_tuple", None, ResultType.HANDLE, doc="a tuple of values (annotations)")
+# Intrinsics a script writes as ``T.<name>(args)``, their dtype following from the arguments.
+SCRIPT_NAMED = (
+    POPCOUNT, CLZ, LDEXP, Q_MULTIPLY_SHIFT, *WMMA, RET, TVM_TUPLE,
+    BITWISE_NOT, BITWISE_AND, BITWISE_OR, BITWISE_XOR, SHIFT_LEFT, SHIFT_RIGHT,
+)  # fmt: skip
 REINTERPRET = Intrinsic("reinterpret", 1, ResultType.GIVEN, doc="the argument's bits as a dtype")
 CALL_EXTERN = Intrinsic(
     "call_extern",
@@ -297,6 +333,8 @@ INTRINSICS: tuple[Intrinsic, ...] = (
     WARP_SHUFFLE_XOR,
     REINTERPRET,
     CALL_EXTERN,
+    CALL_PACKED,
+    *SCRIPT_NAMED,
 )
 
 _BY_NAME: dict[str, Intrinsic] = {

@@ -117,7 +117,7 @@ def cast(value: Operand, target: str | DataType) -> PrimExpr:
     if x.dtype == dt:
         return x
     if isinstance(x, IntImm | FloatImm) and not dt.is_vector and not dt.is_handle:
-        if dt.is_float:
+        if dt.is_float or dt.is_float8:
             return FloatImm(float(x.value), dt)
         if dt.is_bool:
             return IntImm(int(bool(x.value)), dt)

@@ -168,12 +168,38 @@ class Allocate(Stmt):
 
 
 @node
+class DeclBuffer(Stmt):
+    """``buffer`` declared over storage that exists already (its ``data`` is defined
+    elsewhere: a parameter's or an ``Allocate``'s) for the extent of ``body``."""
+
+    buffer: Buffer
+    body: Stmt
+
+
+@node
 class AttrStmt(Stmt):
     """An attribute ``key = value`` attached to ``node`` for the extent of ``body``."""
 
     node: Node
     key: str
     value: PrimExpr
+    body: Stmt
+
+
+@node
+class AssertStmt(Stmt):
+    """``body`` after checking ``condition``; a false one stops the function with ``message``."""
+
+    condition: PrimExpr
+    message: PrimExpr  # a StringImm
+    body: Stmt
+
+
+@node
+class While(Stmt):
+    """``while condition: body``."""
+
+    condition: PrimExpr
     body: Stmt
 
 

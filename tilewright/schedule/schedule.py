@@ -148,9 +148,7 @@ class Schedule(BlockMethods, SamplingMethods, IterMethods, BufferMethods, Reinde
     def _expr(self, ref: ExprRV, primitive: str) -> int:
         value = self._state.exprs.get(ref)
         if value is None:
-            raise ScheduleError(
-                primitive, "stale-reference", f"{ref!r} was not sampled by this schedule"
-            )
+            raise ScheduleError(primitive, "stale-reference", self._state.unknown(ref))
         return value
 
     @overload

@@ -63,6 +63,7 @@ class ScheduleState:
         self.mod = mod
         self.refs: dict[BlockRV | LoopRV, BlockKey | LoopKey | MarkKey] = {}
         self.exprs: dict[ExprRV, int] = {}
+        self.removed: set[BlockRV | LoopRV | ExprRV] = set()  # by remove_rv
         self._indices: dict[str, _Index] = {}
         for name, _ in mod.items():
             index = self.index(name)
@@ -79,6 +80,7 @@ class ScheduleState:
         other.mod = self.mod
         other.refs = dict(self.refs)
         other.exprs = dict(self.exprs)
+        other.removed = set(self.removed)
         other._indices = dict(self._indices)
         return other
 
@@ -111,9 +113,7 @@ class ScheduleState:
         """Where ``ref``'s block (its ``Block`` node) or loop is now."""
         key = self.refs.get(ref)
         if key is None:
-            raise ScheduleError(
-                primitive, "stale-reference", f"{ref!r} was not created by this schedule"
-            )
+            raise ScheduleError(primitive, "stale-reference", self.unknown(ref))
         if isinstance(key, MarkKey):
             raise ScheduleError(
                 primitive,
@@ -180,6 +180,12 @@ class ScheduleState:
         """``root`` or ``inline`` when ``ref`` is such a mark, else None."""
         key = self.refs.get(ref) if isinstance(ref, LoopRV) else None
         return key.mark if isinstance(key, MarkKey) else None
+
+    def unknown(self, ref: BlockRV | LoopRV | ExprRV) -> str:
+        """Why ``ref`` stands for nothing in this schedule."""
+        if ref in self.removed:
+            return f"{ref!r} was removed from the schedule by remove_rv"
+        return f"{ref!r} was not created by this schedule"
 
     def expr_ref(self, value: int) -> ExprRV:
         ref = ExprRV()

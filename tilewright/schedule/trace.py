@@ -3,14 +3,15 @@ serialised to JSON, and replayed on the original module to rebuild the same IR."
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tilewright.ir.expr import FloatImm, IntImm, PrimExpr
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.index_map import IndexMap
-from tilewright.schedule.instruction import KINDS, Instruction, Ref
+from tilewright.schedule.instruction import Instruction, InstructionKind, Ref
 from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
 
 if TYPE_CHECKING:
@@ -21,18 +22,36 @@ _BY_PREFIX: dict[str, Callable[[], Ref]] = {"b": BlockRV, "l": LoopRV, "v": Expr
 
 
 class Trace:
-    """An immutable sequence of ``Instruction`` records.
+    """A sequence of ``Instruction`` records and the decisions of its sampling instructions.
+
+    Each instruction carries its own decision (``inst.decision``); ``decisions`` gives them
+    as TVM does, a dict keyed by instruction. As in TVM, ``append`` and ``pop`` change the
+    trace in place; ``with_decision`` and ``simplified`` return new traces.
+
+    Args:
+        insts: the instructions, in order.
+        decisions: ``{instruction: decision}`` (TVM's form); replaces the decision an
+            instruction carries.
 
     Example::
 
         >>> sch.trace.show()
-        b0 = sch.get_block(name="C", func_name="main")
-        l1, = sch.get_loops(block=b0)
-        l2, l3 = sch.split(loop=l1, factors=[None, 128], preserve_unit_iters=True, ...)
+        # from tvm import tir
+        def apply_trace(sch: tir.Schedule) -> None:
+          b0 = sch.get_block(name="C", func_name="main")
+          l1, = sch.get_loops(block=b0)
+          l2, l3 = sch.split(loop=l1, factors=[None, 128], preserve_unit_iters=True, ...)
     """
 
-    def __init__(self, insts: Iterable[Instruction] = ()) -> None:
-        self.insts: tuple[Instruction, ...] = tuple(insts)
+    def __init__(
+        self,
+        insts: Iterable[Instruction] = (),
+        decisions: Mapping[Instruction, object] | None = None,
+    ) -> None:
+        given = tuple(insts)
+        if decisions:
+            given = tuple(i.with_decision(decisions[i]) if i in decisions else i for i in given)
+        self.insts: tuple[Instruction, ...] = given
 
     def __len__(self) -> int:
         return len(self.insts)
@@ -40,21 +59,60 @@ class Trace:
     def __iter__(self) -> Iterator[Instruction]:
         return iter(self.insts)
 
-    def append(self, inst: Instruction) -> Trace:
-        return Trace((*self.insts, inst))
+    @property
+    def decisions(self) -> dict[Instruction, object]:
+        """``{instruction: decision}`` for every instruction that carries a decision."""
+        return {inst: inst.decision for inst in self.insts if inst.decision is not None}
 
-    def with_decision(self, index: int, decision: object) -> Trace:
-        """This trace with instruction ``index``'s decision replaced."""
-        insts = list(self.insts)
+    def get_decision(self, inst: Instruction) -> object:
+        """The decision of ``inst`` in this trace (``None`` if it has none)."""
+        for mine in self.insts:
+            if mine == inst:
+                return mine.decision
+        return None
+
+    def append(self, inst: Instruction, decision: object = None) -> None:
+        """Add ``inst`` at the end (with ``decision``, if given), in place.
+
+        Example::
+
+            >>> trace.append(Instruction(InstructionKind.get("GetBlock"), [], ["C", "main"], [b]))
+        """
+        self.insts = (*self.insts, inst if decision is None else inst.with_decision(decision))
+
+    def pop(self) -> Instruction | None:
+        """Remove and return the last instruction, in place (``None`` if there is none)."""
+        if not self.insts:
+            return None
+        last = self.insts[-1]
+        self.insts = self.insts[:-1]
+        return last
+
+    def with_decision(
+        self, inst: Instruction | int, decision: object, remove_postproc: bool = False
+    ) -> Trace:
+        """A new trace with the decision of ``inst`` (an instruction of this trace or its
+        index) replaced; without the postprocessing part if ``remove_postproc``.
+
+        Example::
+
+            >>> tile = next(i for i in trace.insts if i.kind.name == "SamplePerfectTile")
+            >>> trace.with_decision(tile, [4, 8], remove_postproc=True).get_decision(tile)
+            [4, 8]
+        """
+        insts = list(self._design_space() if remove_postproc else self.insts)
+        if not isinstance(inst, int) and inst not in insts:
+            raise ValueError(f"{inst!r} is not an instruction of this trace")
+        index = inst if isinstance(inst, int) else insts.index(inst)
         old = insts[index]
-        if not old.spec.sampling:
+        if not old.kind.sampling:
             raise ValueError(f"instruction {index} ({old.kind}) makes no decision")
-        insts[index] = Instruction(old.kind, old.inputs, old.attrs, old.outputs, decision)
+        insts[index] = old.with_decision(decision)
         return Trace(insts)
 
     def simplified(self, remove_postproc: bool = False) -> Trace:
         """This trace without queries (``get_block``, ``get_loops``, ...) whose outputs no
-        later instruction uses.
+        later instruction uses; without the postprocessing part if ``remove_postproc``.
 
         Example::
 
@@ -63,16 +121,17 @@ class Trace:
         """
         used: set[Ref] = set()
         kept: list[Instruction] = []
-        insts = self.insts
-        if remove_postproc:
-            cut = [k for k, inst in enumerate(insts) if inst.kind == "enter_postproc"]
-            insts = insts[: cut[0]] if cut else insts
+        insts = self._design_space() if remove_postproc else self.insts
         for inst in reversed(insts):
-            if inst.spec.pure and not any(ref in used for ref in inst.outputs):
+            if inst.kind.pure and not any(ref in used for ref in inst.outputs):
                 continue
             kept.append(inst)
             used.update(_refs_in(inst.inputs))
         return Trace(reversed(kept))
+
+    def _design_space(self) -> tuple[Instruction, ...]:
+        cut = next((k for k, i in enumerate(self.insts) if i.kind.is_postproc), None)
+        return self.insts if cut is None else self.insts[:cut]
 
     def names(self) -> dict[Ref, str]:
         """Printable names of the references the trace creates: ``b0``, ``l1``, ..."""
@@ -84,38 +143,57 @@ class Trace:
         return table
 
     # ---- Python --------------------------------------------------------------------------
-    def as_python(self) -> list[str]:
-        """One line of Python per instruction, using ``sch`` for the schedule."""
+    def as_python(self, remove_postproc: bool = False) -> list[str]:
+        """One line of Python per instruction, using ``sch`` for the schedule.
+
+        Example::
+
+            >>> exec("\\n".join(trace.as_python()), {"sch": Schedule(mod)})
+        """
         names = self.names()
-        return [_python_line(inst, names) for inst in self.insts]
+        insts = self._design_space() if remove_postproc else self.insts
+        return [_python_line(inst, names) for inst in insts]
 
     def __str__(self) -> str:
-        return "\n".join(self.as_python())
+        body = [f"  {line}" for line in self.as_python()] or ["  pass"]
+        return "\n".join(
+            ["# from tvm import tir", "def apply_trace(sch: tir.Schedule) -> None:", *body]
+        )
 
     __repr__ = __str__
 
-    def show(self) -> None:
-        """Print the trace as Python."""
+    def show(self, style: str | None = None, black_format: bool = False) -> None:
+        """Print the trace as TVM does: a function ``apply_trace(sch)`` of its calls
+        (``style`` and ``black_format`` are accepted for TVM's signature and ignored)."""
         print(str(self))
 
     # ---- JSON ----------------------------------------------------------------------------
-    def as_json(self) -> list[Any]:
+    def as_json(self, remove_postproc: bool = False) -> list[Any]:
         """``[instructions, decisions]``; each instruction is ``[kind, inputs, attrs,
-        outputs]`` with references as their names, decisions are ``[index, decision]``."""
+        outputs]`` with the kind's TVM name and references as their names, decisions are
+        ``[index, decision]``.
+
+        Example::
+
+            >>> trace.as_json()[0][0]
+            ['GetBlock', [], ['C', 'main'], ['b0']]
+        """
         names = self.names()
         insts = []
         decisions = []
-        for k, inst in enumerate(self.insts):
+        chosen = self._design_space() if remove_postproc else self.insts
+        for k, inst in enumerate(chosen):
             inputs = [_encode(v, names) for v in inst.inputs]
             attrs = [_plain(v, inst.kind) for v in inst.attrs]
-            insts.append([inst.kind, inputs, attrs, [names[r] for r in inst.outputs]])
+            insts.append([inst.kind.name, inputs, attrs, [names[r] for r in inst.outputs]])
             if inst.decision is not None:
                 decisions.append([k, inst.decision])
         return [insts, decisions]
 
     @staticmethod
     def from_json(data: list[Any] | str) -> Trace:
-        """The trace that ``as_json`` wrote (its JSON text or the decoded list)."""
+        """The trace that ``as_json`` wrote (its JSON text or the decoded list). Kinds may
+        be named as TVM or as the ``Schedule`` methods (older traces)."""
         decoded: list[Any] = json.loads(data) if isinstance(data, str) else data
         insts_json, decisions_json = decoded
         decisions = {int(k): d for k, d in decisions_json}
@@ -123,17 +201,12 @@ class Trace:
         insts = []
         for k, (kind, inputs, attrs, outputs) in enumerate(insts_json):
             values = tuple(_decode(v, refs) for v in inputs)
-            spec = KINDS.get(kind)
-            if spec is not None and len(attrs) < len(spec.attrs):
-                defaults = dict(spec.defaults)
-                missing = spec.attrs[len(attrs) :]
-                if all(name in defaults for name in missing):
-                    attrs = [*attrs, *(defaults[name] for name in missing)]
             outs = []
             for name in outputs:
                 refs[name] = _BY_PREFIX[name[0]]()
                 outs.append(refs[name])
-            insts.append(Instruction(kind, values, tuple(attrs), tuple(outs), decisions.get(k)))
+            spec = InstructionKind.get(kind)
+            insts.append(Instruction(spec, values, tuple(attrs), tuple(outs), decisions.get(k)))
         return Trace(insts)
 
     # ---- replay --------------------------------------------------------------------------
@@ -141,7 +214,7 @@ class Trace:
         self,
         sch: Schedule,
         remove_postproc: bool = False,
-        decision_provider: Callable[[Instruction, object], object] | None = None,
+        decision_provider: Callable[..., object] | None = None,
         after_instruction: Callable[[Instruction, Schedule], None] | None = None,
     ) -> None:
         """Run every instruction on ``sch``; references map to the ones ``sch`` returns.
@@ -149,40 +222,49 @@ class Trace:
         Args:
             sch: a schedule of the module this trace was recorded on.
             remove_postproc: stop at ``enter_postproc``: replay the design space only.
-            decision_provider: called as ``(instruction, decision)`` to choose another
-                decision for a sampling instruction.
+            decision_provider: chooses the decision of a sampling instruction. TVM's form,
+                ``(instruction, inputs, attrs, decision)``, is called for every instruction
+                (inputs are the references of ``sch``); the two-argument form
+                ``(instruction, decision)`` only for instructions with a decision.
             after_instruction: called as ``(instruction, sch)`` after each instruction; it
                 may raise ``ScheduleError`` to stop the replay early (a search rejecting a
                 candidate as soon as a decision makes it unusable).
+
+        Example::
+
+            >>> trace.apply_to_schedule(Schedule(mod), remove_postproc=False)
         """
         mapping: dict[Ref, Ref] = {}
+        tvm_provider = decision_provider is not None and _arity(decision_provider) >= 4
         for inst in self.insts:
-            if remove_postproc and inst.kind == "enter_postproc":
+            if remove_postproc and inst.kind.is_postproc:
                 break
-            spec = inst.spec
+            spec = inst.kind
+            inputs = [_substitute(value, mapping) for value in inst.inputs]
             args: list[object] = []
             kwargs: dict[str, object] = {}
-            for param, value in zip(spec.inputs, inst.inputs):
-                value = _substitute(value, mapping)
+            for param, value in zip(spec.inputs, inputs):
                 if param.startswith("*"):
                     args.extend(_items(value))
                 else:
                     kwargs[param] = value
             kwargs.update(zip(spec.attrs, inst.attrs))
-            if inst.decision is not None:
-                decision = inst.decision
-                if decision_provider is not None:
-                    decision = decision_provider(inst, decision)
+            decision = inst.decision
+            if decision_provider is not None and tvm_provider:
+                decision = decision_provider(inst, inputs, list(inst.attrs), decision)
+            elif decision_provider is not None and decision is not None:
+                decision = decision_provider(inst, decision)
+            if decision is not None and spec.sampling:
                 kwargs["decision"] = decision
-            result = getattr(sch, spec.name)(*args, **kwargs)
+            result = getattr(sch, spec.method)(*args, **kwargs)
             outputs = (
                 [] if spec.outputs == "none" else [result] if spec.outputs == "one" else result
             )
             if len(outputs) != len(inst.outputs):
                 raise ScheduleError(
-                    spec.name,
+                    spec.method,
                     "stale-reference",
-                    f"the trace expects {len(inst.outputs)} results of {spec.name}, the "
+                    f"the trace expects {len(inst.outputs)} results of {spec.method}, the "
                     f"schedule gave {len(outputs)}: the trace does not fit this module",
                 )
             for old, new in zip(inst.outputs, outputs):
@@ -191,8 +273,24 @@ class Trace:
                 after_instruction(inst, sch)
 
     @staticmethod
-    def apply_json_to_schedule(data: list[Any] | str, sch: Schedule) -> None:
-        Trace.from_json(data).apply_to_schedule(sch)
+    def apply_json_to_schedule(json_obj: list[Any] | str, sch: Schedule) -> None:
+        """Replay the trace that ``as_json`` wrote on ``sch``.
+
+        Example::
+
+            >>> Trace.apply_json_to_schedule(trace.as_json(), Schedule(mod))
+        """
+        Trace.from_json(json_obj).apply_to_schedule(sch)
+
+
+def _arity(func: Callable[..., object]) -> int:
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return 4
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
 
 def _items(value: object) -> list[object]:
@@ -230,22 +328,21 @@ def _python_value(value: object, names: dict[Ref, str]) -> str:
 
 
 def _python_line(inst: Instruction, names: dict[Ref, str]) -> str:
-    spec = inst.spec
+    # Keyword arguments in the order TVM prints them; defaults left out.
+    spec = inst.kind
+    values = dict(zip(spec.inputs, inst.inputs)) | dict(zip(spec.attrs, inst.attrs))
+    defaults = dict(spec.defaults)
     parts: list[str] = []
-    for param, value in zip(spec.inputs, inst.inputs):
+    for param in spec.printed or (*spec.inputs, *spec.attrs):
+        key = param.lstrip("*")
+        value = values[param] if param in values else values[key]
         if param.startswith("*"):
             parts.extend(_python_value(v, names) for v in _items(value))
-        else:
-            parts.append(f"{param}={_python_value(value, names)}")
-    defaults = dict(spec.defaults)
-    parts += [
-        f"{p}={_python_value(v, names)}"
-        for p, v in zip(spec.attrs, inst.attrs)
-        if not (p in defaults and v == defaults[p])
-    ]
+        elif not (key in defaults and value == defaults[key]):
+            parts.append(f"{key}={_python_value(value, names)}")
     if inst.decision is not None:
         parts.append(f"decision={_python_value(inst.decision, names)}")
-    call = f"sch.{spec.name}({', '.join(parts)})"
+    call = f"sch.{spec.method}({', '.join(parts)})"
     outs = [names[r] for r in inst.outputs]
     if spec.outputs == "one":
         return f"{outs[0]} = {call}"
@@ -280,6 +377,8 @@ def _encode(value: object, names: dict[Ref, str]) -> object:
 
 def _decode(value: object, refs: dict[str, Ref]) -> object:
     if isinstance(value, str):
+        if value not in refs and value.startswith('"'):
+            return json.loads(value)  # TVM writes a string input as its quoted text
         return refs[value]
     if isinstance(value, dict):
         return value["str"]

@@ -14,7 +14,7 @@ Example::
                 A[i] = A[i] + 1.0
 """
 
-from tilewright.script import ir, tir
+from tilewright.script import ir, relax, tir
 from tilewright.script.parser import ParseError, from_source, ir_module, parse, prim_func
 
-__all__ = ["ParseError", "from_source", "ir", "ir_module", "parse", "prim_func", "tir"]
+__all__ = ["ParseError", "from_source", "ir", "ir_module", "parse", "prim_func", "relax", "tir"]

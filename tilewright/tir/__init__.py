@@ -56,10 +56,12 @@ _LAZY = {
     "ScheduleError": ("tilewright.schedule", "ScheduleError"),
     "BlockRV": ("tilewright.schedule", "BlockRV"),
     "LoopRV": ("tilewright.schedule", "LoopRV"),
+    "ExprRV": ("tilewright.schedule", "ExprRV"),
     "Trace": ("tilewright.schedule", "Trace"),
     "IndexMap": ("tilewright.schedule.index_map", "IndexMap"),
     "TensorIntrin": ("tilewright.schedule.tensor_intrin", "TensorIntrin"),
     "transform": ("tilewright.transform", None),
+    "schedule": ("tilewright.tir.schedule", None),
 }
 
 

@@ -11,6 +11,7 @@ from tilewright.ir import (
     BufferLoad,
     BufferStore,
     Call,
+    DeclBuffer,
     IntImm,
     Mutator,
     PrimExpr,
@@ -110,6 +111,14 @@ def flat_index(buffer: Buffer, indices: Sequence[PrimExpr]) -> PrimExpr:
 
 def flat_buffer(buffer: Buffer) -> Buffer:
     """The 1-D buffer over the same storage as ``buffer``, sized to hold every element."""
+    if buffer.axis_separators:
+        # TVM flattens each group of dimensions apart into a multi-dimensional physical
+        # buffer (textures); every backend here addresses flat memory only.
+        raise ValueError(
+            f"buffer {buffer.name!r} has axis_separators={list(buffer.axis_separators)}: "
+            "multi-dimensional physical buffers are not supported by flatten_buffers (every "
+            "tilewright backend addresses flat memory); drop set_axis_separator to lower it"
+        )
     if buffer.ndim == 1 and not buffer.strides and _is_zero(buffer.elem_offset):
         return buffer
     return buffer.replace(
@@ -183,3 +192,7 @@ class _Flattener(Mutator):
     def visit_Allocate(self, alloc: Allocate) -> Allocate:
         body = self.visit(alloc.body)
         return alloc.replace(buffer=self.flatten(alloc.buffer), body=body)
+
+    def visit_DeclBuffer(self, decl: DeclBuffer) -> DeclBuffer:
+        body = self.visit(decl.body)
+        return decl.replace(buffer=self.flatten(decl.buffer), body=body)

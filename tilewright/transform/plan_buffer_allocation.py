@@ -13,12 +13,16 @@ from tilewright.ir import (
     Buffer,
     BufferLoad,
     BufferStore,
+    FloorMod,
     For,
     Mutator,
+    PrimExpr,
     PrimFunc,
     Stmt,
     Var,
     Visitor,
+    collect_vars,
+    structural_equal,
 )
 
 
@@ -52,7 +56,15 @@ def plan_buffer_allocation(func: PrimFunc, *, keep_global: bool = True) -> PrimF
         if alloc.buffer.scope == "global" and keep_global:
             continue
         paths = finder.uses.get(data, [])
-        places[data] = _common_prefix(paths) if paths else None
+        place = _common_prefix(paths) if paths else None
+        # A rolling buffer (indexed modulo its extent by a loop) passes values from one
+        # iteration of that loop to the next: it must live outside the loop.
+        rolled = finder.rolled.get(data, set())
+        cut = next(
+            (k for k, f in enumerate(place or ()) if f.loop_var in rolled and not f.thread_tag),
+            None,
+        )
+        places[data] = place if place is None or cut is None else place[:cut]
     if not places:
         return func
     body = _Placer(places, finder.allocations).visit(func.body)
@@ -82,6 +94,7 @@ class _UseFinder(Visitor):
         self.loops: list[For] = []
         self.allocations: dict[Var, Allocate] = {}
         self.uses: dict[Var, list[tuple[For, ...]]] = {}
+        self.rolled: dict[Var, set[Var]] = {}
 
     def visit_For(self, loop: For) -> None:
         self.visit((loop.min, loop.extent))
@@ -94,15 +107,18 @@ class _UseFinder(Visitor):
         self.visit(alloc.buffer.shape)
         self.visit(alloc.body)
 
-    def use(self, buffer: Buffer) -> None:
+    def use(self, buffer: Buffer, indices: tuple[PrimExpr, ...] = ()) -> None:
         self.uses.setdefault(buffer.data, []).append(tuple(self.loops))
+        for index, extent in zip(indices, buffer.shape):
+            if isinstance(index, FloorMod) and structural_equal(index.b, extent):
+                self.rolled.setdefault(buffer.data, set()).update(collect_vars(index.a))
 
     def visit_BufferLoad(self, load: BufferLoad) -> None:
-        self.use(load.buffer)
+        self.use(load.buffer, load.indices)
         self.visit(load.indices)
 
     def visit_BufferStore(self, store: BufferStore) -> None:
-        self.use(store.buffer)
+        self.use(store.buffer, store.indices)
         self.visit((store.value, store.indices))
 
 

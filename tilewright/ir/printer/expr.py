@@ -40,6 +40,7 @@ from tilewright.ir.expr import (
     Ramp,
     Range,
     Select,
+    Shuffle,
     StringImm,
     Sub,
     Var,
@@ -210,6 +211,10 @@ class ExprPrinter:
     def expr_Select(self, e: Select) -> tuple[str, int]:
         return f"T.Select({self.args(e.condition, e.true_value, e.false_value)})", ATOM
 
+    def expr_Shuffle(self, e: Shuffle) -> tuple[str, int]:
+        vectors = ", ".join(self.expr(v) for v in e.vectors)
+        return f"T.Shuffle([{vectors}], [{self.args(*e.indices)}])", ATOM
+
     def expr_BufferLoad(self, e: BufferLoad) -> tuple[str, int]:
         return f"{self.buffer(e.buffer)}[{self.indices(e.indices)}]", ATOM
 
@@ -247,6 +252,14 @@ class ExprPrinter:
         if intrinsics.CALL_EXTERN.matches(e) and args and isinstance(args[0], StringImm):
             head = f"{string(str(e.dtype))}, {string(args[0].value)}"
             return f"T.call_extern({', '.join([head, *(self.expr(a) for a in args[1:])])})", ATOM
+        if intrinsics.CALL_PACKED.matches(e) and args and isinstance(args[0], StringImm):
+            return f"T.call_packed({self.args(*args)})", ATOM
+        if intrinsics.ADDRESS_OF.matches(e) and len(args) == 1:
+            return f"T.address_of({self.expr(args[0])})", ATOM
+        if intrinsics.ACCESS_PTR.matches(e) and len(args) == 4:
+            owner = self.data_owner.get(args[0]) if isinstance(args[0], Var) else None
+            ptype = string(str(owner.dtype)) if owner is not None else '"handle"'
+            return f"T.tvm_access_ptr(T.type_annotation({ptype}), {self.args(*args)})", ATOM
         if _reparses_as_intrinsic(e):
             return f"T.{e.op}({self.args(*args)})", ATOM
         if intrinsics.is_call(e, *_TENSOR_CORE):  # TVM's spelling: the dtype first
@@ -344,6 +357,14 @@ def _reparses_as_intrinsic(e: Call) -> bool:
         return e.dtype == arg and (arg.is_float or e.op == "abs")
     if e.op in intrinsics.BINARY_MATH and len(args) == 2:
         return e.dtype == args[0].dtype == args[1].dtype and e.dtype.is_float
+    if e.op in intrinsics.FLOAT_PREDICATES and len(args) == 1:
+        return e.dtype.is_bool and e.dtype.lanes == args[0].dtype.lanes
+    named = intrinsics.lookup_or_none(e.op)
+    if named in intrinsics.SCRIPT_NAMED:
+        try:
+            return named.call(*args).dtype == e.dtype and e.op == named.name
+        except TypeError:
+            return False
     if intrinsics.LIKELY.matches(e) and len(args) == 1:
         return e.dtype == args[0].dtype
     if intrinsics.IF_THEN_ELSE.matches(e) and len(args) == 3:

@@ -12,7 +12,7 @@ from tilewright.ir.functor import collect_vars, pre_order_visit
 from tilewright.ir.module import IRModule
 from tilewright.ir.node import Node
 from tilewright.ir.printer.expr import is_const, is_true
-from tilewright.ir.printer.names import sanitize
+from tilewright.ir.printer.names import free_names, sanitize
 from tilewright.ir.printer.stmt import StmtPrinter
 from tilewright.ir.stmt import Block, BlockRealize, LetStmt, SeqStmt, Stmt
 
@@ -22,6 +22,8 @@ HEADER_TIR = "# from tilewright.script import tir as T"
 
 class FunctionPrinter(StmtPrinter):
     """Prints one ``PrimFunc``; its variables and buffers form one naming unit."""
+
+    views: list[Buffer]
 
     def function(self, func: PrimFunc, name: str) -> None:
         # A shape that uses a variable declared in the body (`n = T.int32()`) cannot be
@@ -48,6 +50,11 @@ class FunctionPrinter(StmtPrinter):
             for param, buf in matched:
                 args = self.buffer_args(buf, keep_dtype=True)
                 self.emit(f"{self.buffer(buf)} = T.match_buffer({self.expr(param)}, {args})")
+            for buf in self.views:
+                # A buffer over a parameter's storage that nothing declares (a flattened
+                # parameter, after lowering): declared here, as TVM prints it.
+                args = self.buffer_args(buf, keep_dtype=True)
+                self.emit(f"{self.buffer(buf)} = T.Buffer({args}, data={self.expr(buf.data)})")
             self.function_body(func.body)
 
     def name_definitions(
@@ -69,6 +76,8 @@ class FunctionPrinter(StmtPrinter):
                 self.define_var(param, f"{param.name}_handle" if same else None)
         for _, buf in matched:
             self.define_buffer(buf)
+        storage = {b.data for _, b in func.buffer_map} | set(func.params)
+        self.views = [b for b in free_names(func) if isinstance(b, Buffer) and b.data in storage]
         declared = self.claim_free(func)
         # `T.Let(body, where={x: value})` and `with T.let(x, value):` refer to a variable
         # declared beforehand.
@@ -150,6 +159,7 @@ def _inline(param: Var, buf: Buffer, scalars: set[Var]) -> bool:
         and buf.align == DEFAULT_ALIGN
         and buf.offset_factor == 1
         and buf.layout is None
+        and not buf.axis_separators
         and buf.data is not param
     )
 

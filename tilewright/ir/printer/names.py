@@ -13,7 +13,7 @@ from tilewright.ir.expr import Let, Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import Visitor
 from tilewright.ir.node import Node
-from tilewright.ir.stmt import Allocate, Block, For, IterVar, LetStmt
+from tilewright.ir.stmt import Allocate, Block, DeclBuffer, For, IterVar, LetStmt
 
 if TYPE_CHECKING:
     from tilewright.ir.tile import ScopeId
@@ -143,9 +143,11 @@ class _Definitions(Visitor):
             self.define(match.buffer)
         self.generic_visit(block)
 
-    def visit_Allocate(self, alloc: Allocate) -> None:
+    def visit_Allocate(self, alloc: Allocate | DeclBuffer) -> None:
         self.define(alloc.buffer)
         self.generic_visit(alloc)
+
+    visit_DeclBuffer = visit_Allocate
 
     def visit_PrimFunc(self, func: PrimFunc) -> None:
         for param in func.params:

@@ -14,10 +14,12 @@ from tilewright.ir.printer.expr import ExprPrinter, end_of, is_const, is_true, s
 from tilewright.ir.printer.names import Namer
 from tilewright.ir.stmt import (
     Allocate,
+    AssertStmt,
     AttrStmt,
     Block,
     BlockRealize,
     BufferStore,
+    DeclBuffer,
     Evaluate,
     For,
     ForKind,
@@ -27,6 +29,7 @@ from tilewright.ir.stmt import (
     MatchBufferRegion,
     SeqStmt,
     Stmt,
+    While,
 )
 
 _AXIS_LETTER = {IterKind.SPATIAL: "S", IterKind.REDUCE: "R"}
@@ -101,8 +104,12 @@ class StmtPrinter(ExprPrinter):
             # as their body; one followed by statements outside its body needs a `with`.
             if isinstance(item, LetStmt) and position < last:
                 self.let_scope(item)
-            elif isinstance(item, Allocate) and position < last:
+            elif isinstance(item, Allocate | DeclBuffer) and position < last:
                 self.allocate_scope(item)
+            elif isinstance(item, AssertStmt) and position < last:
+                self.emit(f"with T.Assert({self.args(item.condition, item.message)}):")
+                with self.nested():
+                    self.stmt(item.body)
             else:
                 self.stmt(item)
 
@@ -126,13 +133,22 @@ class StmtPrinter(ExprPrinter):
         with self.nested():
             self.stmt(s.body)
 
-    def stmt_Allocate(self, s: Allocate) -> None:
-        args = self.buffer_args(s.buffer, keep_dtype=True)
+    def stmt_Allocate(self, s: Allocate | DeclBuffer) -> None:
+        args = self.decl_args(s)
         self.emit(f"{self.define_buffer(s.buffer)} = T.decl_buffer({args})")
         self.stmt(s.body)
 
-    def allocate_scope(self, s: Allocate) -> None:
+    stmt_DeclBuffer = stmt_Allocate
+
+    def decl_args(self, s: Allocate | DeclBuffer) -> str:
+        """``T.decl_buffer``'s arguments; a ``DeclBuffer`` names the storage it views."""
         args = self.buffer_args(s.buffer, keep_dtype=True)
+        if isinstance(s, DeclBuffer):
+            args += f", data={self.expr(s.buffer.data)}"
+        return args
+
+    def allocate_scope(self, s: Allocate | DeclBuffer) -> None:
+        args = self.decl_args(s)
         self.namer.push()
         self.emit(f"with T.decl_buffer({args}) as {self.define_buffer(s.buffer)}:")
         with self.nested():
@@ -142,6 +158,15 @@ class StmtPrinter(ExprPrinter):
     def stmt_AttrStmt(self, s: AttrStmt) -> None:
         node = self.ranked(s.node)[0]
         self.emit(f"with T.attr({node}, {string(s.key)}, {self.expr(s.value)}):")
+        with self.nested():
+            self.stmt(s.body)
+
+    def stmt_AssertStmt(self, s: AssertStmt) -> None:
+        self.emit(f"assert {self.args(s.condition, s.message)}")
+        self.stmt(s.body)
+
+    def stmt_While(self, s: While) -> None:
+        self.emit(f"while {self.expr(s.condition)}:")
         with self.nested():
             self.stmt(s.body)
 
@@ -297,6 +322,8 @@ class StmtPrinter(ExprPrinter):
             args.append(f"offset_factor={buf.offset_factor}")
         if buf.layout is not None:
             args.append(f"layout={buf.layout.script()}")
+        if buf.axis_separators:
+            args.append(f"axis_separators={list(buf.axis_separators)}")
         return ", ".join(args)
 
 

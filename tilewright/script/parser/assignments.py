@@ -14,6 +14,7 @@ from tilewright.ir.expr import BufferLoad, PrimExpr, Range, Var
 from tilewright.ir.stmt import (
     Allocate,
     BufferStore,
+    DeclBuffer,
     IterVar,
     LetStmt,
     MatchBufferRegion,
@@ -233,6 +234,8 @@ class AssignmentParser(StatementParser):
             owner = self.blocks[-1].alloc_buffers if self.blocks else self.func.root_allocs
             owner.append(buffer)
             return None
+        if decl.kind == "decl" and spec.data is not None:
+            return Wrap(lambda rest: DeclBuffer(buffer, rest))
         if decl.kind == "decl":
             return Wrap(lambda rest: Allocate(buffer, rest))
         source = decl.source

@@ -17,9 +17,9 @@ import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from tilewright.ir import op
+from tilewright.ir import intrinsics, op
 from tilewright.ir.buffer import Buffer
-from tilewright.ir.expr import PrimExpr, StringImm
+from tilewright.ir.expr import IntImm, PrimExpr, StringImm
 from tilewright.script.parser.errors import ArgumentError, ParseError, SourceMap
 from tilewright.script.parser.scope import Scope
 
@@ -218,6 +218,8 @@ class ExpressionEvaluator:
         fn = BINARY_OPERATORS.get(type(node.op))
         if isinstance(node.op, ast.Pow) and (_is_ir(left) or _is_ir(right)):
             fn = lambda a, b: op.math_call("pow", _operand(a), _operand(b))  # noqa: E731 - one use
+        if type(node.op) in _BIT_OPERATORS and (_is_ir(left) or _is_ir(right)):
+            fn = _bit_operator(type(node.op), left, right)
         if fn is None:
             raise self.error(node, f"unsupported operator {type(node.op).__name__}")
         try:
@@ -232,8 +234,10 @@ class ExpressionEvaluator:
             return op.logical_not(_operand(value)) if _is_ir(value) else not value
         if isinstance(node.op, ast.UAdd):
             return value
-        if isinstance(node.op, ast.Invert) and _is_ir(value):
-            raise self.error(node, "unsupported operator ~ on an expression")
+        if isinstance(node.op, ast.Invert) and isinstance(value, PrimExpr):
+            if value.dtype.is_bool:
+                return op.logical_not(value)
+            return intrinsics.BITWISE_NOT.call(value)
         try:
             return _NEGATE(value) if isinstance(node.op, ast.USub) else _INVERT(value)
         except TypeError as err:
@@ -397,6 +401,34 @@ class ExpressionEvaluator:
             else:
                 parts.append(str(self.eval(value)))
         return "".join(parts)
+
+
+_BIT_OPERATORS: dict[type, intrinsics.Intrinsic] = {
+    ast.LShift: intrinsics.SHIFT_LEFT,
+    ast.RShift: intrinsics.SHIFT_RIGHT,
+    ast.BitAnd: intrinsics.BITWISE_AND,
+    ast.BitOr: intrinsics.BITWISE_OR,
+    ast.BitXor: intrinsics.BITWISE_XOR,
+}
+
+
+def _bit_operator(kind: type, left: object, right: object) -> Callable[[object, object], object]:
+    """TVM's meaning of ``<< >> & | ^`` on IR: bit operations on integers (``&`` and ``|`` of
+    conditions stay logical)."""
+    a, b = op.convert(_operand(left)), op.convert(_operand(right))
+    if a.dtype.is_bool and b.dtype.is_bool and kind in (ast.BitAnd, ast.BitOr):
+        return BINARY_OPERATORS[kind]
+    intrinsic = _BIT_OPERATORS[kind]
+
+    def apply(x: object, y: object) -> object:
+        # A Python int takes the other operand's dtype, as in TVM.
+        if isinstance(a, IntImm) and isinstance(left, int):
+            return intrinsic.call(op.convert(left, b.dtype), b)
+        if isinstance(b, IntImm) and isinstance(right, int):
+            return intrinsic.call(a, op.convert(right, a.dtype))
+        return intrinsic.call(a, b)
+
+    return apply
 
 
 def _argument_node(call: ast.Call, err: Exception) -> ast.AST:

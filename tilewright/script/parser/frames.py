@@ -63,10 +63,19 @@ class AttrFrame:
 
 @dataclass(frozen=True)
 class LetFrame:
-    """``with T.let(x, value):`` becomes a ``LetStmt`` around its body."""
+    """``with T.let(x, value):`` becomes a ``LetStmt`` around its body; ``var`` is None for
+    ``with T.LetStmt(value) as x:``, whose target names a new variable."""
 
-    var: Var
+    var: Var | None
     value: PrimExpr
+
+
+@dataclass(frozen=True)
+class AssertFrame:
+    """``with T.Assert(cond, "message"):`` becomes an ``AssertStmt`` around its body."""
+
+    condition: PrimExpr
+    message: PrimExpr
 
 
 @dataclass(frozen=True)
@@ -138,6 +147,7 @@ class BufferType:
     align: int | None = None
     offset_factor: int | None = None
     layout: Layout | None = None
+    axis_separators: tuple[int, ...] = ()
 
     def make(self, name: str) -> Buffer:
         """A new ``Buffer`` called ``name`` with a fresh data variable unless one was given."""
@@ -155,6 +165,7 @@ class BufferType:
             strides=self.strides,
             elem_offset=self.elem_offset if self.elem_offset is not None else 0,
             layout=self.layout,
+            axis_separators=self.axis_separators,
             **extra,
         )
 
@@ -196,9 +207,15 @@ class DTypeConstructor:
     def __post_init__(self) -> None:
         object.__setattr__(self, "type", dtype(self.name))
 
-    def __call__(self, value: object = None) -> object:
+    def __call__(
+        self, value: object = None, storage_scope: object = None, *, is_size_var: bool = False
+    ) -> object:
         if value is None:
-            return VarDecl(self.type)
+            return VarDecl(self.type)  # a size variable (is_size_var) is a plain variable here
+        if self.type.is_handle and isinstance(value, str):
+            # ``T.handle("float32", "global")``: a typed pointer, a plain handle here.
+            dtype(value if value != "void" else "handle")
+            return self
         if isinstance(value, PrimExpr):
             return op.cast(value, self.type)
         if self.type.is_vector:

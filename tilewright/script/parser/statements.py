@@ -14,15 +14,17 @@ from dataclasses import dataclass, field
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.dtype import bool_
-from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
+from tilewright.ir.expr import IntImm, PrimExpr, Range, StringImm, Var
 from tilewright.ir.functor import collect_vars
 from tilewright.ir.printer import script
 from tilewright.ir.stmt import (
     Allocate,
+    AssertStmt,
     AttrStmt,
     AttrValue,
     Block,
     BlockRealize,
+    DeclBuffer,
     Evaluate,
     For,
     IfThenElse,
@@ -31,6 +33,7 @@ from tilewright.ir.stmt import (
     LetStmt,
     MatchBufferRegion,
     Stmt,
+    While,
     attrs,
     seq,
 )
@@ -38,6 +41,7 @@ from tilewright.script.parser.errors import SourceMap
 from tilewright.script.parser.expressions import ExpressionEvaluator
 from tilewright.script.parser.frames import (
     AccessDirective,
+    AssertFrame,
     AttrDirective,
     AttrFrame,
     BlockFrame,
@@ -217,9 +221,31 @@ class StatementParser(ExpressionEvaluator):
             buffer = frame.spec.make(target.id)
             with self.scope.nested():
                 self.scope.define(target.id, buffer)
-                return Allocate(buffer, self.parse_body(node.body))
+                body = self.parse_body(node.body)
+            if frame.spec.data is not None:
+                return DeclBuffer(buffer, body)
+            return Allocate(buffer, body)
+        if isinstance(frame, EnclosingDirective):
+            # `with T.launch_thread(tx, 32):` (TVM's printed form) encloses its with body.
+            if target is not None and not isinstance(target, ast.Name):
+                raise self.error(target, "expected `with ... as name:` with a plain name")
+            names = [target.id] if isinstance(target, ast.Name) else None
+            bound, make = frame.enclose(names)
+            with self.scope.nested():
+                if isinstance(target, ast.Name):
+                    self.scope.define(target.id, bound)
+                return make(self.parse_body(node.body))
+        if isinstance(frame, LetFrame) and frame.var is None:
+            if not isinstance(target, ast.Name):
+                raise self.error(node, "expected `with T.LetStmt(value) as name:`")
+            var = Var(target.id, frame.value.dtype)
+            with self.scope.nested():
+                self.scope.define(target.id, var)
+                return LetStmt(var, frame.value, self.parse_body(node.body))
         if target is not None:
-            raise self.error(target, "only `with T.decl_buffer(...) as name:` takes `as`")
+            raise self.error(
+                target, "only `with T.decl_buffer(...) as name:` and T.LetStmt take `as`"
+            )
         if isinstance(frame, BlockFrame):
             return self._parse_block(frame, node)
         if isinstance(frame, InitFrame):
@@ -231,8 +257,11 @@ class StatementParser(ExpressionEvaluator):
             return None
         if isinstance(frame, AttrFrame):
             return AttrStmt(frame.node, frame.key, frame.value, self._nested_body(node.body))
-        if isinstance(frame, LetFrame):
+        if isinstance(frame, LetFrame) and frame.var is not None:
             return LetStmt(frame.var, frame.value, self._nested_body(node.body))
+        if isinstance(frame, AssertFrame):
+            body = self._nested_body(node.body)
+            return AssertStmt(frame.condition, frame.message, body)
         raise self.error(
             node.items[0].context_expr,
             "expected T.block(...), T.init(), T.attr(...), T.let(...) or T.decl_buffer(...) "
@@ -319,6 +348,21 @@ class StatementParser(ExpressionEvaluator):
             f'not index what the block writes ({outputs_text}), so {should} "R"; '
             f"expected {fix}",
         )
+
+    def visit_Assert(self, node: ast.Assert) -> Wrap:
+        cond = self.eval(node.test)
+        message = self.eval(node.msg) if node.msg is not None else ""
+        if not isinstance(cond, PrimExpr | bool) or not isinstance(message, str | StringImm):
+            raise self.error(node, 'expected `assert condition, "message"`')
+        condition = op.convert(cond)
+        text = message if isinstance(message, StringImm) else StringImm(message)
+        return Wrap(lambda rest: AssertStmt(condition, text, rest))
+
+    def visit_While(self, node: ast.While) -> Stmt:
+        cond = self.eval(node.test)
+        if not isinstance(cond, PrimExpr) or node.orelse:
+            raise self.error(node, "expected `while condition:` with an IR condition, no else")
+        return While(cond, self._nested_body(node.body))
 
     def visit_If(self, node: ast.If) -> Stmt | None:
         cond = self.eval(node.test)

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TypeVar, cast
 
+from tilewright.ir.buffer import Buffer as BufferNode
 from tilewright.ir.expr import PrimExpr, Var
 from tilewright.ir.layout import Layout
 from tilewright.ir.node import Node
 from tilewright.ir.scope import unknown_scope_message
+from tilewright.ir.structural import structural_equal
 from tilewright.script.parser.errors import ArgumentError
 from tilewright.script.parser.frames import BufferDecl, BufferType
 from tilewright.script.tir import arguments as args
@@ -29,7 +31,7 @@ def _maker(name: str, wrap: Callable[[BufferType], _Made], doc: str) -> Callable
     def make(
         shape: object,
         dtype: object = "float32",
-        data: Var | None = None,
+        data: Var | BufferNode | None = None,
         strides: Sequence[object] | None = None,
         elem_offset: object = None,
         scope: str = "global",
@@ -39,6 +41,15 @@ def _maker(name: str, wrap: Callable[[BufferType], _Made], doc: str) -> Callable
         axis_separators: object = None,
         layout: Layout | None = None,
     ) -> _Made:
+        if isinstance(data, BufferNode) and where == "T.Buffer":
+            # ``T.Buffer(shape, dtype, data=B)`` over ``B = T.allocate(...)``: that storage.
+            same = structural_equal(args.shape_of(shape, where), data.shape)
+            if args.dtype_of(dtype, where) != data.dtype or not same:
+                raise TypeError(
+                    f"{where}: a view of T.allocate's {data.name} must have its "
+                    f"shape and dtype {data.shape} {data.dtype}"
+                )
+            return cast(_Made, data)
         if data is not None and not isinstance(data, Var):
             raise TypeError(f"{where}: data must be a handle variable, found {type(data).__name__}")
         if scope == "":
@@ -56,6 +67,7 @@ def _maker(name: str, wrap: Callable[[BufferType], _Made], doc: str) -> Callable
             align=args.int_value(align, f"{where} align"),
             offset_factor=args.int_value(offset_factor, f"{where} offset_factor"),
             layout=layout,
+            axis_separators=_separators(axis_separators, where),
         )
         return wrap(spec)
 
@@ -63,6 +75,15 @@ def _maker(name: str, wrap: Callable[[BufferType], _Made], doc: str) -> Callable
     make.__name__ = make.__qualname__ = name
     make.__doc__ = doc
     return make
+
+
+def _separators(value: object, where: str) -> tuple[int, ...]:
+    """``axis_separators=[1]``: the dimensions before which the physical buffer is split."""
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"{where}: axis_separators must be a list of integers, found {value!r}")
+    return tuple(args.int_value(a, f"{where} axis_separators") for a in value)
 
 
 class _BufferTypeMaker:

@@ -11,7 +11,7 @@ from tilewright.ir import intrinsics, op
 from tilewright.ir.expr import Call, PrimExpr, StringImm, Var
 from tilewright.ir.node import Node
 from tilewright.ir.stmt import Evaluate, IterKind, IterVar
-from tilewright.script.parser.frames import AttrFrame, LetFrame
+from tilewright.script.parser.frames import AttrFrame, LetFrame, VarDecl
 from tilewright.script.tir import arguments as args
 
 
@@ -51,8 +51,9 @@ def _binary(name: str) -> Callable[..., PrimExpr]:
 def _intrinsic(intrinsic: intrinsics.Intrinsic, doc: str) -> Callable[..., PrimExpr]:
     name = intrinsic.name
 
-    def call(*values: object) -> PrimExpr:
-        return intrinsic.call(*(args.expr(v, f"T.{name}") for v in values))
+    def call(*values: object, dtype: object = None) -> PrimExpr:
+        where = f"T.{name}"
+        return intrinsic.call(*(_typed(args.expr(v, where), dtype, where) for v in values))
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = doc
@@ -126,6 +127,7 @@ atan2 = _binary("atan2")
 fmod = _binary("fmod")
 hypot = _binary("hypot")
 copysign = _binary("copysign")
+nextafter = _binary("nextafter")
 
 
 def max(a: object, b: object) -> PrimExpr:
@@ -158,10 +160,14 @@ def floormod(a: object, b: object) -> PrimExpr:
     return op.floormod(args.expr(a, "T.floormod"), args.expr(b, "T.floormod"))
 
 
-def if_then_else(cond: object, true_value: object, false_value: object) -> PrimExpr:
-    """``T.if_then_else(c, a, b)``: only the chosen side is evaluated."""
+def if_then_else(
+    cond: object, true_value: object, false_value: object, dtype: object = None
+) -> PrimExpr:
+    """``T.if_then_else(c, a, b)``: only the chosen side is evaluated (``dtype=``: the
+    branches' dtype, as TVM's printer may write it)."""
     where = "T.if_then_else"
-    c, a, b = (args.expr(v, where) for v in (cond, true_value, false_value))
+    c = args.expr(cond, where)
+    a, b = (_typed(args.expr(v, where), dtype, where) for v in (true_value, false_value))
     return op.if_then_else(c, a, b)
 
 
@@ -217,7 +223,10 @@ def Let(body: object, where: dict[Var, object]) -> PrimExpr:
 
 
 def let(var: object, value: object, body: object = None) -> PrimExpr | LetFrame:
-    """``T.let(x, v, body)`` is a ``Let`` expression; ``with T.let(x, v):`` a ``LetStmt``."""
+    """``T.let(x, v, body)`` is a ``Let`` expression; ``with T.let(x, v):`` a ``LetStmt``
+    (``with T.let(T.int32(), v) as x:`` names a new variable)."""
+    if isinstance(var, VarDecl) and body is None:
+        return LetFrame(None, op.convert(args.expr(value, "T.let"), var.dtype))
     if not isinstance(var, Var):
         raise TypeError(f"T.let: expected a variable (x = T.int32()), found {var!r}")
     val = op.convert(args.expr(value, "T.let"), var.dtype)
@@ -252,7 +261,7 @@ def max_value(dtype: object) -> PrimExpr:
     return op.dtype_max(args.dtype_of(dtype, "T.max_value"))
 
 
-def likely(cond: object) -> PrimExpr:
+def likely(cond: object, dtype: object = None) -> PrimExpr:
     """``T.likely(i < n)``: the condition, marked as usually true (a branch hint)."""
     return intrinsics.LIKELY.call(args.expr(cond, "T.likely"))
 
