@@ -202,9 +202,37 @@ def partly_read(A: T.Buffer((10,), "float32"), C: T.Buffer((8,), "float32")):
             C[vi] = B[vi] + T.float32(1)
 
 
-def test_reverse_compute_inline_needs_the_consumer_over_the_whole_produced_domain() -> None:
+def test_reverse_compute_inline_guards_an_overcomputing_producer() -> None:
+    # TVM's semantics: the producer keeps its domain and stores only what the consumer read.
+    @T.prim_func
+    def expected(A: T.Buffer((10,), "float32"), C: T.Buffer((8,), "float32")):
+        for i in range(10):
+            with T.block("B"):
+                vi = T.axis.spatial(10, i)
+                T.where(i < 8)
+                C[vi] = A[vi] * T.float32(2) + T.float32(1)
+
     sch = Schedule(partly_read)
-    error = check_refused(sch, lambda: sch.reverse_compute_inline("C"), "over the domains")
+    sch.reverse_compute_inline("C")
+    check_schedule(sch, partly_read, expected)
+
+
+def test_reverse_compute_inline_needs_the_producer_over_what_the_consumer_reads() -> None:
+    @T.prim_func
+    def overread(A: T.Buffer((10,), "float32"), C: T.Buffer((10,), "float32")):
+        B = T.alloc_buffer((10,))
+        for i in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi] * T.float32(2)
+        for i in range(10):
+            with T.block("C"):
+                vi = T.axis.spatial(10, i)
+                C[vi] = B[vi] + T.float32(1)
+
+    sch = Schedule(overread)
+    error = check_refused(sch, lambda: sch.reverse_compute_inline("C"), "should be covered")
     assert error.rule == "inline-body"
+    sch = Schedule(partly_read)
     sch.compute_inline("B")  # the other direction is fine: C reads what it needs
     check_schedule(sch, partly_read)

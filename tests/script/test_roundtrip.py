@@ -253,6 +253,12 @@ def _allocate_then_more() -> IRModule:
     return _one_buffer(lambda a: seq(Allocate(tmp, _store(tmp, 0)), _store(a, 0)))
 
 
+def constant_and_stage_ir() -> IRModule:
+    from corpus.host_builtins import allocate_const_view, realize_whole_buffer
+
+    return IRModule({"const": allocate_const_view, "realize": realize_whole_buffer})
+
+
 def assert_while_and_shuffle() -> IRModule:
     flag = decl_buffer((1,), "int32", "flag", "local")
 
@@ -332,6 +338,7 @@ FIXTURES = {
     "thread_allreduce_under_its_reducer": thread_allreduce_under_its_reducer,
     "allocate_followed_by_more_statements": _allocate_then_more,
     "assert_while_and_shuffle": assert_while_and_shuffle,
+    "constant_buffer_realize_and_prefetch": constant_and_stage_ir,
 }
 
 

@@ -36,6 +36,7 @@ from .programs import (
 )
 
 STAGE_NAMES = [
+    "lower_buffer_realize",
     "verify_bounds",
     "lower_init_block",
     "collect_storage_align",

@@ -36,8 +36,16 @@ def compile_cubin(artifact: Artifact, target: Target) -> Artifact:
     from tilewright.runtime.cuda_runtime import driver, nvrtc
 
     if not nvrtc.compiler_available():
-        return artifact.replace(format="source", arch=target.arch)
+        return artifact.replace(format="source", arch=artifact.arch or target.arch)
     arch = driver.device_arch(0) or target.arch or "sm_90"
+    if artifact.arch:  # code for one architecture only (wgmma: sm_90a)
+        if _arch_number(arch) != _arch_number(artifact.arch):
+            raise ValueError(
+                f"the kernels use instructions of {artifact.arch} only (wgmma, setmaxnreg), "
+                f"and the GPU (or the target) is {arch}"
+            )
+        cubin = nvrtc.compile_cuda(artifact.source, artifact.arch, list(artifact.kernels))
+        return artifact.replace(format="cubin", binary=cubin)
     supported = nvrtc.supported_archs()
     if supported and arch not in supported:
         chosen = next((a for a in supported if _arch_number(a) >= _arch_number(arch)), None)

@@ -83,6 +83,7 @@ def device_artifact(
         functions=functions,
         host_plans=plans,
         kernels=kernels,
+        arch=source.required_arch,
     )
 
 

@@ -13,14 +13,27 @@ import dataclasses
 from collections.abc import Callable
 from typing import ClassVar
 
+import ml_dtypes
+import numpy as np
+
 from tilewright.codegen import c_builtins
 from tilewright.codegen.c_like import C_KEYWORDS, CLikePrinter, CodegenError, Emitter, Expr
 from tilewright.codegen.c_vector import VectorWriter
 from tilewright.codegen.signature import FuncSignature, func_signature, symbolic_vars
-from tilewright.ir import DataType, IntImm, IRModule, PrimFunc, Var
+from tilewright.ir import DataType, IntImm, IRModule, PrimFunc, Var, op
 from tilewright.ir.expr import StringImm
 from tilewright.ir.intrinsics import Intrinsic
-from tilewright.ir.stmt import Allocate, AssertStmt, AttrStmt, BufferStore, For, ForKind
+from tilewright.ir.stmt import (
+    Allocate,
+    AllocateConst,
+    AssertStmt,
+    AttrStmt,
+    BufferRealize,
+    BufferStore,
+    For,
+    ForKind,
+    Prefetch,
+)
 
 # Stack arrays up to this size; larger or symbolic allocations go to the heap.
 MAX_STACK_BYTES = 64 * 1024
@@ -295,6 +308,40 @@ class CPrinter(CLikePrinter):
         # Atomic: inside a parallel loop every thread may report the failure.
         self.emit("  __atomic_store_n(&tw_status, -1, __ATOMIC_RELAXED);")
         self.emit("}")
+
+    def stmt_AllocateConst(self, s: AllocateConst) -> None:
+        """A ``static const`` array holding the constant data (read-only for the body)."""
+        buf = s.buffer
+        ctype = self.storage_type(buf.dtype)
+        name = self.define(buf.data)
+        values = ", ".join(self.const_element(v, buf.dtype) for v in s.data)
+        align = f" __attribute__((aligned({buf.align})))" if buf.align > 1 else ""
+        self.emit(f"static const {ctype} {name}[{max(len(s.data), 1)}]{align} = {{{values}}};")
+        self.stmt(s.body)
+
+    def const_element(self, value: int | float, dtype: DataType) -> str:
+        """One element of a constant array as a C constant of its storage type."""
+        if self._half(dtype) is not None:  # the bits of the half-precision value
+            half = np.float16 if dtype.code == "float" else ml_dtypes.bfloat16
+            return f"0x{int(np.array(value, half).view(np.uint16)):04x}u"
+        return self.expr_text(op.const(value, dtype))
+
+    def stmt_Prefetch(self, s: Prefetch) -> None:
+        pass  # a hint only; the C compiler's prefetching is left to it
+
+    def stmt_BufferRealize(self, s: BufferRealize) -> None:
+        raise CodegenError(
+            f"{self.func_name}: T.realize of {s.buffer.name} (TVM's pre-schedule stage IR) "
+            "is not lowered; lower it with tw.lower, or declare the buffer with T.alloc_buffer"
+        )
+
+    def value_type(self, dtype: DataType) -> str:
+        if dtype.is_float8:
+            raise CodegenError(
+                f"{self.func_name}: {dtype.element} has no C type: the c target neither "
+                "stores nor computes 8-bit floats (cast to float16 or float32 first)"
+            )
+        return super().value_type(dtype)
 
     def stmt_AssertStmt(self, s: AssertStmt) -> None:
         if self.in_parallel:

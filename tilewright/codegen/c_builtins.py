@@ -1,6 +1,6 @@
 """TVM's bit-level builtins as C-like expressions: ``popcount``, ``clz``, ``q_multiply_shift``,
-``reinterpret``, ``address_of``, and the refusal of ``tvm_call_packed`` (there is no packed-function
-runtime)."""
+``reinterpret``, ``address_of``, ``isnullptr``, ``call_pure_extern``, and the refusal of
+``tvm_call_packed`` and TVM's other host-side builtins (there is no packed-function runtime)."""
 
 from __future__ import annotations
 
@@ -82,6 +82,28 @@ def _call_packed(p: CLikePrinter, e: Call) -> Expr:
     )
 
 
+def _isnullptr(p: CLikePrinter, e: Call) -> Expr:
+    from tilewright.codegen.c_like import PREC_EQ, Expr
+
+    return Expr(f"{p.operand(e.args[0], PREC_EQ)} == 0", PREC_EQ)
+
+
+def _host_builtin(p: CLikePrinter, e: Call) -> Expr:
+    known = intrinsics.lookup(e.op)
+    script = {intrinsics.CALL_CPACKED: "call_cpacked"}.get(known, known.name)
+    if known in (intrinsics.CALL_LLVM_INTRIN, intrinsics.CALL_LLVM_PURE_INTRIN):
+        why = f"an LLVM intrinsic, which the {p.target_name} target cannot call"
+        instead = "a math intrinsic (T.sqrt, ...) or T.call_extern"
+    else:
+        why = "part of TVM's packed-function ABI (host-side lowering), which tilewright lacks"
+        instead = "buffers as parameters and T.call_extern"
+    return _raise(p, f"T.{script} is {why}; use {instead} instead")
+
+
+def _raise(p: CLikePrinter, message: str) -> Expr:
+    raise _error(p, message)
+
+
 def _error(p: CLikePrinter, message: str) -> Exception:
     from tilewright.codegen.c_like import CodegenError
 
@@ -95,4 +117,7 @@ EMITTERS: dict[intrinsics.Intrinsic, Emitter] = {
     intrinsics.CALL_PACKED: _call_packed,
     intrinsics.REINTERPRET: _reinterpret,
     intrinsics.ADDRESS_OF: _address_of,
+    intrinsics.ISNULLPTR: _isnullptr,
+    intrinsics.CALL_PURE_EXTERN: lambda p, e: p.call_extern(e),
+    **{builtin: _host_builtin for builtin in intrinsics.HOST_BUILTINS},
 }

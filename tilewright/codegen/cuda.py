@@ -20,6 +20,11 @@ from tilewright.codegen.c_like import (
     Expr,
     StatementEmitter,
 )
+from tilewright.codegen.cuda_hopper import (
+    HOPPER_EMITTERS,
+    HOPPER_STATEMENT_EMITTERS,
+    HopperEmitters,
+)
 from tilewright.codegen.device_printer import (
     DevicePrinter,
     DeviceSource,
@@ -63,8 +68,8 @@ _RAW_VECTORS = {("float16", 4), ("float16", 8), ("bfloat16", 4), ("bfloat16", 8)
 _COPY_TYPES = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short", 1: "unsigned char"}
 
 
-class CUDAPrinter(DevicePrinter):
-    """The CUDA C printer."""
+class CUDAPrinter(HopperEmitters, DevicePrinter):
+    """The CUDA C printer (the Hopper intrinsics' spellings from ``cuda_hopper``)."""
 
     target_name = "cuda"
     restrict = "__restrict__"
@@ -266,6 +271,7 @@ class CUDAPrinter(DevicePrinter):
         **DevicePrinter.emitters,
         intrinsics.ADDRESS_OF: lambda p, e: cast(CUDAPrinter, p).emit_address_of(e),
         intrinsics.WARP_SHUFFLE_XOR: lambda p, e: cast(CUDAPrinter, p).emit_shuffle_xor(e),
+        **HOPPER_EMITTERS,
     }
     statement_emitters: ClassVar[dict[Intrinsic, StatementEmitter]] = {
         **DevicePrinter.statement_emitters,
@@ -279,6 +285,7 @@ class CUDAPrinter(DevicePrinter):
         intrinsics.PTX_MMA: lambda p, e: cast(CUDAPrinter, p).emit_mma(e),
         intrinsics.MMA_FILL: lambda p, e: cast(CUDAPrinter, p).emit_mma_fill(e),
         intrinsics.MMA_STORE: lambda p, e: cast(CUDAPrinter, p).emit_mma_store(e),
+        **HOPPER_STATEMENT_EMITTERS,
     }
 
     def vector_arithmetic(self, dtype: DataType, lanes: int) -> bool:
@@ -371,7 +378,9 @@ def generate_cuda(mod: IRModule) -> DeviceSource:
     if "bfloat16" in uses:
         lines.append("#include <cuda_bf16.h>")
     dynamic = {name: p.dyn_offset for name, p in printers.items()}
-    return DeviceSource("\n".join(lines) + "\n\n" + body, "cuda", kernels, dynamic)
+    # wgmma and setmaxnreg exist on the architecture-specific sm_90a only.
+    arch = "sm_90a" if any(p.arch_specific for p in printers.values()) else ""
+    return DeviceSource("\n".join(lines) + "\n\n" + body, "cuda", kernels, dynamic, arch)
 
 
 def codegen_cuda(mod: IRModule) -> str:

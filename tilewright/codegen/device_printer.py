@@ -326,6 +326,9 @@ class DeviceSource:
     kernels: dict[str, PrimFunc]
     # kernel → bytes of dynamic shared memory its declarations use (CUDA's shared.dyn)
     dyn_shared_bytes: dict[str, int] = dataclasses.field(default_factory=dict)
+    # the one architecture the code compiles for, when it uses architecture-specific
+    # instructions ("sm_90a" for wgmma); "" when any of the language's will do
+    required_arch: str = ""
 
 
 def device_functions(mod: IRModule, kind: str) -> list[tuple[str, PrimFunc]]:

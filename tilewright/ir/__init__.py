@@ -1,6 +1,7 @@
 """The IR: expressions, statements, buffers, functions, modules, traversal and equality."""
 
-from tilewright.ir import op
+# intrinsics_hopper adds the Hopper intrinsics to the intrinsic table when the IR loads.
+from tilewright.ir import intrinsics_hopper, op
 from tilewright.ir.buffer import Buffer, BufferRegion, decl_buffer
 from tilewright.ir.comm_reducer import CommReducer
 from tilewright.ir.dtype import DataType, dtype
@@ -55,11 +56,13 @@ from tilewright.ir.op import cast, const, convert
 from tilewright.ir.span import Span
 from tilewright.ir.stmt import (
     Allocate,
+    AllocateConst,
     AssertStmt,
     Attrs,
     AttrStmt,
     Block,
     BlockRealize,
+    BufferRealize,
     BufferStore,
     DeclBuffer,
     Evaluate,
@@ -70,6 +73,7 @@ from tilewright.ir.stmt import (
     IterVar,
     LetStmt,
     MatchBufferRegion,
+    Prefetch,
     SeqStmt,
     Stmt,
     While,

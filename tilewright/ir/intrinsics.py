@@ -300,6 +300,75 @@ CALL_EXTERN = Intrinsic(
     "source in the same module); may read and write what its pointer arguments address",
     min_args=1,
 )
+ISNULLPTR = Intrinsic("isnullptr", 1, ResultType.BOOL, doc="whether the handle is NULL")
+CALL_PURE_EXTERN = Intrinsic(
+    "call_pure_extern",
+    None,
+    ResultType.GIVEN,
+    doc="(name, *args): a call of the external C function name that has no side effects",
+    min_args=1,
+)
+# TVM's host-side lowering builtins (its packed-call ABI and LLVM intrinsics): read and
+# printed; the C target refuses them.
+CALL_CPACKED = Intrinsic(
+    "tvm_call_cpacked",
+    None,
+    ResultType.INT32,
+    Effect.WRITE,
+    "(name, *args): a direct C call of the packed function name (TVM's C runtime ABI)",
+    min_args=1,
+)
+CALL_LLVM_INTRIN = Intrinsic(
+    "call_llvm_intrin",
+    None,
+    ResultType.GIVEN,
+    Effect.WRITE,
+    "(intrinsic, *args): a call of the LLVM intrinsic named (or numbered) intrinsic",
+    min_args=1,
+)
+CALL_LLVM_PURE_INTRIN = Intrinsic(
+    "call_llvm_pure_intrin",
+    None,
+    ResultType.GIVEN,
+    doc="(intrinsic, *args): a call of a side-effect-free LLVM intrinsic",
+    min_args=1,
+)
+STRUCT_GET = Intrinsic(
+    "tvm_struct_get",
+    3,
+    ResultType.GIVEN,
+    Effect.READ,
+    "(array, index, field): field number field of element index of a TVM runtime struct array",
+)
+STRUCT_SET = Intrinsic(
+    "tvm_struct_set",
+    4,
+    ResultType.INT32,
+    Effect.WRITE,
+    "(array, index, field, value): set that field",
+)
+STACK_ALLOCA = Intrinsic(
+    "tvm_stack_alloca",
+    2,
+    ResultType.HANDLE,
+    Effect.WRITE,
+    '(kind, count): stack space for count "shape", "array", "arg_value" or "arg_tcode" items',
+)
+STACK_MAKE_SHAPE = Intrinsic(
+    "tvm_stack_make_shape", None, ResultType.HANDLE, Effect.WRITE, "(*dims): a shape on the stack"
+)
+STACK_MAKE_ARRAY = Intrinsic(
+    "tvm_stack_make_array",
+    6,
+    ResultType.HANDLE,
+    Effect.WRITE,
+    "(data, shape, strides, ndim, element, elem_offset): a DLTensor on the stack (element: a "
+    "value of the element dtype)",
+)
+HOST_BUILTINS = (
+    CALL_CPACKED, CALL_LLVM_INTRIN, CALL_LLVM_PURE_INTRIN, STRUCT_GET, STRUCT_SET,
+    STACK_ALLOCA, STACK_MAKE_SHAPE, STACK_MAKE_ARRAY,
+)  # fmt: skip
 
 # The table: every intrinsic, once.
 INTRINSICS: tuple[Intrinsic, ...] = (
@@ -335,12 +404,25 @@ INTRINSICS: tuple[Intrinsic, ...] = (
     CALL_EXTERN,
     CALL_PACKED,
     *SCRIPT_NAMED,
+    ISNULLPTR,
+    CALL_PURE_EXTERN,
+    *HOST_BUILTINS,
 )
 
 _BY_NAME: dict[str, Intrinsic] = {
     key: intrinsic for intrinsic in INTRINSICS for key in (intrinsic.name, *intrinsic.aliases)
 }
 COPY_WIDTHS = (16, 8, 4, 2, 1)
+
+
+def register(*intrinsics: Intrinsic) -> None:
+    """Add intrinsics defined in their own module (``intrinsics_hopper``) to the table; a
+    name taken twice is an error."""
+    for intrinsic in intrinsics:
+        for key in (intrinsic.name, *intrinsic.aliases):
+            if key in _BY_NAME:
+                raise ValueError(f"intrinsic {key!r} is already in the table")
+            _BY_NAME[key] = intrinsic
 
 
 def lookup_or_none(name: str) -> Intrinsic | None:

@@ -51,7 +51,7 @@ def const(value: int | float | bool, dtype_: str | DataType | None = None) -> Pr
         else:
             dtype_ = float32
     dt = dtype(dtype_)
-    if dt.is_float:
+    if dt.is_float or dt.is_float8:
         return FloatImm(float(value), dt)
     if isinstance(value, float) and not value.is_integer():
         raise ValueError(f"constant {value} cannot be represented as {dt}")

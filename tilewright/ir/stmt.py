@@ -168,6 +168,35 @@ class Allocate(Stmt):
 
 
 @node
+class AllocateConst(Allocate):
+    """Read-only storage for ``buffer`` holding ``data`` (its elements in row-major order)
+    during ``body`` (TVM's ``AllocateConst``; an ``Allocate`` to the passes that move or
+    reshape allocations)."""
+
+    data: tuple[int | float, ...]
+
+
+@node
+class BufferRealize(Stmt):
+    """TVM's pre-schedule stage IR: ``buffer`` is realized over ``bounds`` (one range per
+    dimension) when ``condition`` holds, for the extent of ``body``."""
+
+    buffer: Buffer
+    bounds: tuple[Range, ...]
+    condition: PrimExpr
+    body: Stmt
+
+
+@node
+class Prefetch(Stmt):
+    """A hint that the region ``bounds`` of ``buffer`` will be read soon (no effect on the
+    result; lowering may drop it)."""
+
+    buffer: Buffer
+    bounds: tuple[Range, ...]
+
+
+@node
 class DeclBuffer(Stmt):
     """``buffer`` declared over storage that exists already (its ``data`` is defined
     elsewhere: a parameter's or an ``Allocate``'s) for the extent of ``body``."""

@@ -13,7 +13,14 @@ from tilewright.schedule.dataflow import consumers_of, producers_of, scope_block
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.index_map import IndexMap, as_index_map
 from tilewright.schedule.primitives import blockize as blockize_
-from tilewright.schedule.primitives import caching, compute_location, inline, layout, reduction
+from tilewright.schedule.primitives import (
+    caching,
+    compute_location,
+    inline,
+    layout,
+    layout_padding,
+    reduction,
+)
 from tilewright.schedule.primitives import tensorize as tensorize_
 from tilewright.schedule.reference import BlockRV, LoopRV
 from tilewright.schedule.tensor_intrin import TensorIntrin
@@ -225,32 +232,30 @@ class BlockMethods:
         assume_injective_transform: bool = False,
     ) -> None:
         """Store ``buffer`` (``("read", i)`` / ``("write", i)`` of the block, its name or the
-        ``Buffer``; allocated in the function) in the layout ``index_map`` gives: every access
-        ``B[i, k]`` becomes ``B[index_map(i, k)]``. The map must re-tile the buffer's shape
-        one to one (permutations, splits and fusions of dimensions); ``pad_value`` (padding
-        layouts) is not supported yet.
+        ``Buffer``; allocated in the function or a parameter, whose shape in the signature
+        changes) in the layout ``index_map`` gives: every access ``B[i, k]`` becomes
+        ``B[index_map(i, k)]``. The map is one to one on the buffer's shape: permutations,
+        splits, fusions, XOR swizzles (proved by evaluation, or taken on trust with
+        ``assume_injective_transform``). A split that does not divide leaves padding, which
+        needs ``pad_value`` (a constant, or a function of the new indices) that the producer
+        writes there.
 
         Example::
 
-            sch.transform_layout(A_shared, ("write", 0), lambda i, k: (k, i))
+            sch.transform_layout(A_shared, ("write", 0), lambda i, k: (i, k ^ (i % 8)))
+            sch.transform_layout("B", "B", lambda i: (i // 4, i % 4), pad_value=0.0)
         """
         target, site = self._block(block, "transform_layout")
-        if pad_value is not None:
-            raise ScheduleError(
-                "transform_layout", "argument", "pad_value (a padding layout) is not supported yet"
-            )
         kind, index = layout.buffer_spec(site, buffer)
         node = site.node
         assert isinstance(node, Block)  # a block reference's site
         old = (node.reads if kind == "read" else node.writes)[index].buffer
         mapping = as_index_map(index_map, len(old.shape))
-        func = layout.transform_layout(site, kind, index, mapping)
+        pad = layout_padding.normalize_pad_value(old, pad_value, len(mapping.final_indices))
+        assume = bool(assume_injective_transform)
+        func = layout.transform_layout(site, kind, index, mapping, pad, assume)
         self._state.commit(site.func_name, func)
-        self._record(
-            "transform_layout",
-            (target,),
-            ([kind, index], mapping, None, bool(assume_injective_transform)),
-        )
+        self._record("transform_layout", (target,), ([kind, index], mapping, pad, assume))
 
     # ---- compute location ----------------------------------------------------------------
     def compute_at(

@@ -4,7 +4,9 @@
 kept as the variables and the result expressions, prints as the ``lambda`` that makes it
 (which is how traces store it: printed traces stay runnable Python, JSON traces hold the
 text) and parses back from that text. The expressions are integer arithmetic over the
-variables: ``+ - * // %`` and constants.
+variables: ``+ - * // %``, constants and the bit operations ``^ & | << >>`` (XOR swizzles
+such as ``lambda i, j: (i, j ^ (i % 8))``; in a map's text ``&`` and ``|`` are bitwise, as the
+map's values are integers).
 """
 
 from __future__ import annotations
@@ -13,24 +15,43 @@ import ast
 import inspect
 from collections.abc import Callable, Sequence
 
-from tilewright.ir import op
+from tilewright.ir import intrinsics, op
 from tilewright.ir.dtype import int32
-from tilewright.ir.expr import Add, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, Var
+from tilewright.ir.expr import Add, Call, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, Var
 from tilewright.ir.functor import substitute
 
+# Python's precedences, loosest first: | ^ & (<< >>) (+ -) (* // %).
 _SYMBOLS: dict[type, tuple[str, int]] = {
-    Add: ("+", 1),
-    Sub: ("-", 1),
-    Mul: ("*", 2),
-    FloorDiv: ("//", 2),
-    FloorMod: ("%", 2),
+    Add: ("+", 5),
+    Sub: ("-", 5),
+    Mul: ("*", 6),
+    FloorDiv: ("//", 6),
+    FloorMod: ("%", 6),
 }
+_BIT_SYMBOLS: dict[str, tuple[str, int]] = {
+    "bitwise_or": ("|", 1),
+    "bitwise_xor": ("^", 2),
+    "bitwise_and": ("&", 3),
+    "shift_left": ("<<", 4),
+    "shift_right": (">>", 4),
+}
+
+
+def _bit(name: str) -> Callable[[PrimExpr, PrimExpr], PrimExpr]:
+    return lambda a, b: intrinsics.lookup(name).call(a, b)
+
+
 _OPERATORS: dict[type, Callable[[PrimExpr, PrimExpr], PrimExpr]] = {
     ast.Add: op.add,
     ast.Sub: op.sub,
     ast.Mult: op.mul,
     ast.FloorDiv: op.floordiv,
     ast.Mod: op.floormod,
+    ast.BitOr: _bit("bitwise_or"),
+    ast.BitXor: _bit("bitwise_xor"),
+    ast.BitAnd: _bit("bitwise_and"),
+    ast.LShift: _bit("shift_left"),
+    ast.RShift: _bit("shift_right"),
 }
 
 
@@ -129,11 +150,15 @@ def _text(e: PrimExpr, outer: int = 0, right: bool = False) -> str:
         return e.name
     if isinstance(e, IntImm):
         return str(e.value) if e.value >= 0 or outer == 0 else f"({e.value})"
-    entry = _SYMBOLS.get(type(e))
-    if entry is None:
-        raise ValueError(f"an index map holds only + - * // % and constants, not {e!r}")
+    if isinstance(e, Call) and len(e.args) == 2:
+        entry = _BIT_SYMBOLS.get(e.op.removeprefix("tir."))
+        a, b = e.args
+    else:
+        entry = _SYMBOLS.get(type(e))
+        a, b = getattr(e, "a", None), getattr(e, "b", None)
+    if entry is None or a is None or b is None:
+        raise ValueError(f"an index map holds only + - * // % ^ & | << >> and constants, not {e!r}")
     symbol, prec = entry
-    a, b = e.a, e.b  # type: ignore[attr-defined]  # every entry of _SYMBOLS is binary
     text = f"{_text(a, prec)} {symbol} {_text(b, prec, right=True)}"
     return f"({text})" if prec < outer or (right and prec == outer) else text
 
@@ -150,5 +175,5 @@ def _expr(node: ast.expr, variables: dict[str, Var], text: str) -> PrimExpr:
         return _OPERATORS[type(node.op)](left, right)
     raise ValueError(
         f"index map {text!r}: {ast.unparse(node)!r} is not integer arithmetic over "
-        f"{', '.join(variables) or 'no variables'} (+ - * // % and constants)"
+        f"{', '.join(variables) or 'no variables'} (+ - * // % ^ & | << >> and constants)"
     )

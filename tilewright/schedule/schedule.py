@@ -25,10 +25,12 @@ from tilewright.schedule.reindex_methods import ReindexMethods
 from tilewright.schedule.sampling_methods import SamplingMethods
 from tilewright.schedule.state import ScheduleState
 from tilewright.schedule.trace import Trace
+from tilewright.schedule.tvm_phrases import with_tvm_phrases
 
 BlockArg = BlockRV | str
 
 
+@with_tvm_phrases  # TVM's wording next to ours in every ScheduleError
 class Schedule(BlockMethods, SamplingMethods, IterMethods, BufferMethods, ReindexMethods):
     """Transforms the functions of a module without changing what they compute.
 

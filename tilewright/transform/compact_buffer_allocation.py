@@ -20,6 +20,7 @@ from tilewright.ir import (
     LE,
     LT,
     Allocate,
+    AllocateConst,
     And,
     Buffer,
     BufferLoad,
@@ -141,6 +142,9 @@ class _Collector(Visitor):
         self.open.append(data)
         self.visit(alloc.body)
         self.open.pop()
+
+    def visit_AllocateConst(self, alloc: AllocateConst) -> None:
+        self.visit(alloc.body)  # constant data keeps its shape: it is never compacted
 
     def record(self, buffer: Buffer, indices: tuple[PrimExpr, ...]) -> None:
         data = buffer.data

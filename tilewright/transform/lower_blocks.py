@@ -23,7 +23,7 @@ from tilewright.ir import (
     op,
     substitute,
 )
-from tilewright.ir.dtype import bool_
+from tilewright.ir.dtype import bool_, int32
 from tilewright.transform.flatten_buffers import element_strides
 
 
@@ -77,10 +77,35 @@ def _inline_block(block: Block, values: tuple[PrimExpr, ...], predicate: PrimExp
         body = _resolve_match_buffer(block, match, body)
     if not (isinstance(predicate, IntImm) and predicate.value):
         body = IfThenElse(predicate, body)
+    # The storage of an allocated buffer used as a value (``B.access_ptr(...)``, ``B.data``
+    # handed to an intrinsic) names the whole buffer, as a match buffer's names its region.
+    if block.alloc_buffers:
+        body = _StorageAsRegion({b.data: _whole(b) for b in block.alloc_buffers}).visit(body)
     for buffer in reversed(block.alloc_buffers):
         body = Allocate(buffer, body)
     mapping = {iv.var: value for iv, value in zip(block.iter_vars, values)}
     return substitute(body, mapping)
+
+
+class _StorageAsRegion(Mutator):
+    """Replaces uses of storage variables as values; buffers themselves keep theirs."""
+
+    def __init__(self, regions: dict[Var, PrimExpr]) -> None:
+        super().__init__()
+        self.regions = regions
+
+    def visit_Var(self, var: Var) -> PrimExpr:
+        return self.regions.get(var, var)
+
+    def visit_Buffer(self, buffer: Buffer) -> Buffer:
+        return buffer
+
+
+def _whole(buffer: Buffer) -> PrimExpr:
+    """``tw.region_data`` of every element of ``buffer``."""
+    first = BufferLoad(buffer, tuple(IntImm(0, int32) for _ in buffer.shape))
+    last = BufferLoad(buffer, tuple(op.sub(extent, 1) for extent in buffer.shape))
+    return intrinsics.REGION_DATA.call(first, last)
 
 
 def _resolve_match_buffer(block: Block, match: MatchBufferRegion, body: Stmt) -> Stmt:

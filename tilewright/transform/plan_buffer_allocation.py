@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tilewright.ir import (
     Allocate,
+    AllocateConst,
     Buffer,
     BufferLoad,
     BufferStore,
@@ -106,6 +107,9 @@ class _UseFinder(Visitor):
         self.allocations.setdefault(alloc.buffer.data, alloc)
         self.visit(alloc.buffer.shape)
         self.visit(alloc.body)
+
+    def visit_AllocateConst(self, alloc: AllocateConst) -> None:
+        self.visit(alloc.body)  # constant data stays where it is declared, whole
 
     def use(self, buffer: Buffer, indices: tuple[PrimExpr, ...] = ()) -> None:
         self.uses.setdefault(buffer.data, []).append(tuple(self.loops))

@@ -26,6 +26,7 @@ MODULES = (
     "blocks",
     "threads",
     "intrinsics",
+    "host_builtins",
 )
 
 

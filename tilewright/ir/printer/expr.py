@@ -103,6 +103,22 @@ _TENSOR_CORE = (
 )
 
 
+# TVM's builtins printed with their result dtype first, and those whose dtype is fixed.
+_DTYPE_FIRST = (
+    intrinsics.CALL_PURE_EXTERN,
+    intrinsics.CALL_LLVM_INTRIN,
+    intrinsics.CALL_LLVM_PURE_INTRIN,
+)
+_FIXED_DTYPE = {
+    intrinsics.ISNULLPTR: "isnullptr",
+    intrinsics.CALL_CPACKED: "call_cpacked",
+    intrinsics.STRUCT_SET: "tvm_struct_set",
+    intrinsics.STACK_ALLOCA: "tvm_stack_alloca",
+    intrinsics.STACK_MAKE_SHAPE: "tvm_stack_make_shape",
+    intrinsics.STACK_MAKE_ARRAY: "tvm_stack_make_array",
+}
+
+
 class ExprPrinter:
     """Prints expressions; variables and buffers are named through a shared ``Namer``."""
 
@@ -260,6 +276,9 @@ class ExprPrinter:
             owner = self.data_owner.get(args[0]) if isinstance(args[0], Var) else None
             ptype = string(str(owner.dtype)) if owner is not None else '"handle"'
             return f"T.tvm_access_ptr(T.type_annotation({ptype}), {self.args(*args)})", ATOM
+        host = self.host_call(e)
+        if host is not None:
+            return host, ATOM
         if _reparses_as_intrinsic(e):
             return f"T.{e.op}({self.args(*args)})", ATOM
         if intrinsics.is_call(e, *_TENSOR_CORE):  # TVM's spelling: the dtype first
@@ -267,6 +286,33 @@ class ExprPrinter:
             return f"T.{e.op}({', '.join(operands)})", ATOM
         head = f"{string(str(e.dtype))}, {string(e.op)}"
         return f"T.call_intrin({', '.join([head, *(self.expr(a) for a in args)])})", ATOM
+
+    def host_call(self, e: Call) -> str | None:
+        """TVM's host-side builtins as its printer writes them (``T.call_cpacked(...)``,
+        ``T.call_pure_extern("float32", "f", x)``, ``T.tvm_struct_get(a, 0, 12, "int32")``);
+        None when the script spelling would not read back to this very call."""
+        known = intrinsics.lookup_or_none(e.op)
+        if known is None or e.op.removeprefix("tir.") != known.name:
+            return None
+        dtype = string(str(e.dtype))
+        args = [self.expr(a) for a in e.args]
+        if known in _DTYPE_FIRST:
+            name = e.args[0] if e.args else None
+            if known is intrinsics.CALL_PURE_EXTERN and not (
+                isinstance(name, StringImm) and name.value.isidentifier()
+            ):
+                return None
+            return f"T.{known.name}({', '.join([dtype, *args])})"
+        if known is intrinsics.STRUCT_GET and len(args) == 3:
+            return f"T.tvm_struct_get({', '.join([*args, dtype])})"
+        spelled = _FIXED_DTYPE.get(known)
+        if spelled is None or known.result_dtype(e.args) != e.dtype:
+            return None
+        if known is intrinsics.ISNULLPTR and not e.args[0].dtype.is_handle:
+            return None
+        if known is intrinsics.CALL_CPACKED and not isinstance(e.args[0], StringImm):
+            return None
+        return f"T.{spelled}({', '.join(args)})"
 
     def expr_CommReducer(self, r: CommReducer) -> tuple[str, int]:
         # The lambda's parameters are named in a scope of their own.

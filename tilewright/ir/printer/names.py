@@ -13,7 +13,15 @@ from tilewright.ir.expr import Let, Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import Visitor
 from tilewright.ir.node import Node
-from tilewright.ir.stmt import Allocate, Block, DeclBuffer, For, IterVar, LetStmt
+from tilewright.ir.stmt import (
+    Allocate,
+    Block,
+    BufferRealize,
+    DeclBuffer,
+    For,
+    IterVar,
+    LetStmt,
+)
 
 if TYPE_CHECKING:
     from tilewright.ir.tile import ScopeId
@@ -148,6 +156,11 @@ class _Definitions(Visitor):
         self.generic_visit(alloc)
 
     visit_DeclBuffer = visit_Allocate
+
+    def visit_BufferRealize(self, realize: BufferRealize) -> None:
+        # Printed as `B = T.Buffer(...)` right before its `with T.realize(B[...]):`.
+        self.define(realize.buffer)
+        self.generic_visit(realize)
 
     def visit_PrimFunc(self, func: PrimFunc) -> None:
         for param in func.params:

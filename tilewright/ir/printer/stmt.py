@@ -14,10 +14,12 @@ from tilewright.ir.printer.expr import ExprPrinter, end_of, is_const, is_true, s
 from tilewright.ir.printer.names import Namer
 from tilewright.ir.stmt import (
     Allocate,
+    AllocateConst,
     AssertStmt,
     AttrStmt,
     Block,
     BlockRealize,
+    BufferRealize,
     BufferStore,
     DeclBuffer,
     Evaluate,
@@ -27,6 +29,7 @@ from tilewright.ir.stmt import (
     IterKind,
     LetStmt,
     MatchBufferRegion,
+    Prefetch,
     SeqStmt,
     Stmt,
     While,
@@ -104,6 +107,8 @@ class StmtPrinter(ExprPrinter):
             # as their body; one followed by statements outside its body needs a `with`.
             if isinstance(item, LetStmt) and position < last:
                 self.let_scope(item)
+            elif isinstance(item, AllocateConst) and position < last:
+                self.const_scope(item)
             elif isinstance(item, Allocate | DeclBuffer) and position < last:
                 self.allocate_scope(item)
             elif isinstance(item, AssertStmt) and position < last:
@@ -155,7 +160,61 @@ class StmtPrinter(ExprPrinter):
             self.stmt(s.body)
         self.namer.pop()
 
+    def stmt_AllocateConst(self, s: AllocateConst) -> None:
+        args = self.const_args(s)
+        self.emit(f"{self.define_buffer(s.buffer)} = T.allocate_const({args})")
+        self.stmt(s.body)
+
+    def const_args(self, s: AllocateConst) -> str:
+        """``T.allocate_const``'s arguments: the values, the dtype and the extents."""
+        values = ", ".join(self.attr_value(v) for v in s.data)
+        extents = ", ".join(self.expr(d) for d in s.buffer.shape)
+        return f"[{values}], {string(str(s.buffer.dtype))}, [{extents}]"
+
+    def const_scope(self, s: AllocateConst) -> None:
+        args = self.const_args(s)
+        self.namer.push()
+        self.emit(f"with T.allocate_const({args}) as {self.define_buffer(s.buffer)}:")
+        with self.nested():
+            self.stmt(s.body)
+        self.namer.pop()
+
+    def realize_head(self, s: BufferRealize, scope: PrimExpr | None) -> str:
+        """``T.realize(A[0:16, i:i + 1], "global")``: every bound a slice, as TVM prints it."""
+        bounds = ", ".join(
+            f"{self.expr(r.min)}:{self.expr(end_of(r.min, r.extent))}" for r in s.bounds
+        )
+        args = [f"{self.buffer(s.buffer)}[{bounds or '()'}]"]
+        if scope is not None:
+            args.append(self.expr(scope))
+        if not is_true(s.condition):
+            args.append(f"condition={self.expr(s.condition)}")
+        return f"T.realize({', '.join(args)})"
+
+    def declare_realized(self, buffer: Buffer) -> None:
+        """``B = T.Buffer(...)`` before the first realize of ``B``: a realize defines it."""
+        if buffer not in self.namer.names:
+            args = self.buffer_args(buffer, keep_dtype=True)
+            self.emit(f"{self.define_buffer(buffer)} = T.Buffer({args})")
+
+    def stmt_BufferRealize(self, s: BufferRealize) -> None:
+        self.declare_realized(s.buffer)
+        self.emit(f"with {self.realize_head(s, None)}:")
+        with self.nested():
+            self.stmt(s.body)
+
+    def stmt_Prefetch(self, s: Prefetch) -> None:
+        ranges = ", ".join(self.expr_Range(r)[0] for r in s.bounds)
+        self.emit(f"T.prefetch({self.buffer(s.buffer)}, [{ranges}])")
+
     def stmt_AttrStmt(self, s: AttrStmt) -> None:
+        body = s.body
+        if s.key == "realize_scope" and isinstance(body, BufferRealize) and body.buffer is s.node:
+            self.declare_realized(body.buffer)
+            self.emit(f"with {self.realize_head(body, s.value)}:")
+            with self.nested():
+                self.stmt(body.body)
+            return
         node = self.ranked(s.node)[0]
         self.emit(f"with T.attr({node}, {string(s.key)}, {self.expr(s.value)}):")
         with self.nested():

@@ -92,6 +92,9 @@ def _copy_nest(name: str, src: Buffer, dst: Buffer, region: list[Range], anchor:
     for s in anchor:
         if isinstance(s, For):
             ana.bind(s.loop_var, Range(s.min, s.extent))
+        elif isinstance(s, Block):
+            for iv in s.iter_vars:
+                ana.bind(iv.var, iv.dom)
     conditions: list[PrimExpr] = []
     loops: list[tuple[Var, PrimExpr]] = []
     iter_vars: list[IterVar] = []
@@ -271,8 +274,17 @@ def cache_read(
         region = _region_at(writers, buffer, anchor[-1], writes=True)
         after: Stmt | None = writers[0].realize
     else:
+        # As in TVM: an input of the scope is copied at the start of the scope block, the
+        # region the scope block declares it reads (the whole buffer at the function's root).
         anchor, after = spath, None
-        region = [Range(IntImm(0, s.dtype), s) for s in buffer.shape]
+        scope_block = spath[-1]
+        assert isinstance(scope_block, Block)
+        declared = [r for r in scope_block.reads if r.buffer is buffer]
+        region = (
+            list(declared[0].region)
+            if declared
+            else [Range(IntImm(0, s.dtype), s) for s in buffer.shape]
+        )
     assert region is not None
     nest = _copy_nest(name, buffer, cache, region, anchor)
     func = site.func
@@ -299,6 +311,18 @@ def cache_write(site: Site, index: int, scope: str) -> tuple[PrimFunc, str]:
     spath = scope_path(site)
     blocks = scope_blocks(spath)
     check_single_writer("cache_write", site, blocks, block)
+    if block.init is None and any(r.buffer is buffer for r in block.reads):
+        # TVM redirects the block's loads to the cache too and so reads it before anything
+        # was stored there; cache_inplace stages both directions.
+        raise ScheduleError(
+            "cache_write",
+            "data-flow",
+            f"block {block.name!r} reads buffer {buffer.name!r}, which it updates in place "
+            "(and has no init): its cache would be read before it is written; use "
+            "cache_inplace",
+            site.func,
+            block,
+        )
     me = next(b for b in blocks if b.block is block)
     scope_loops = {s.loop_var for s in me.path[len(spath) :] if isinstance(s, For)}
     check_reduction_in_scope("cache_write", site, me.realize, scope_loops)

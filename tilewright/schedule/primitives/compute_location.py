@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tilewright.arith.analyzer import Analyzer
 from tilewright.arith.int_set import IntervalSet, eval_set
+from tilewright.arith.iter_map import is_affine
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.expr import Add, IntImm, PrimExpr, Range, Sub, Var
@@ -27,7 +28,7 @@ from tilewright.schedule.dataflow import (
 )
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.region import access_regions, clip, relax_region, relaxed_domain
-from tilewright.schedule.tree import Site, update
+from tilewright.schedule.tree import Site, loop_domain, update
 
 
 def compute_at(
@@ -96,6 +97,20 @@ def _move(
                 primitive,
                 "block-iter-kind",
                 f"block {block.name!r} has the {iv.kind.value} iterator {iv.var.name!r}",
+                func,
+                block,
+            )
+    if block.init is not None:
+        # TVM: a moved block is complete or a reduction, whose bindings are affine (a complete
+        # block's bindings are rebuilt, so any binding goes).
+        reason = is_affine(
+            realize.iter_values, loop_domain(block_site.enclosing_loops()), realize.predicate
+        )
+        if reason is not None:
+            raise ScheduleError(
+                primitive,
+                "affine-binding",
+                f"block {block.name!r} is a reduction whose binding is not affine: {reason}",
                 func,
                 block,
             )
@@ -463,8 +478,9 @@ def _nest(realize: BlockRealize, ranges: list[Range], preserve: bool, ana: Analy
         dom = iv.dom
         if not ana.can_prove(op.ge(rng.min, dom.min)):
             conditions.append(op.ge(value, dom.min))
-        if not ana.can_prove(op.le(op.add(rng.min, rng.extent), op.add(dom.min, dom.extent))):
-            conditions.append(op.lt(value, op.add(dom.min, dom.extent)))
+        end = ana.simplify(op.add(dom.min, dom.extent))
+        if not ana.can_prove(op.le(op.add(rng.min, rng.extent), end)):
+            conditions.append(op.lt(value, end))
     predicate: PrimExpr = IntImm(1, realize.predicate.dtype)
     for cond in conditions:
         is_true = isinstance(predicate, IntImm) and predicate.value == 1

@@ -3,12 +3,17 @@ elementwise consumer into its producer (``reverse_compute_inline``)."""
 
 from __future__ import annotations
 
+from tilewright.arith.analyzer import Analyzer
+from tilewright.arith.int_set import eval_set
+from tilewright.arith.iter_map import detect_iter_map
 from tilewright.arith.region import block_access_regions
+from tilewright.ir import op
 from tilewright.ir.buffer import Buffer
 from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import Mutator, Visitor, collect_vars, substitute
 from tilewright.ir.stmt import Block, BlockRealize, BufferStore, IterKind, Stmt
+from tilewright.ir.structural import structural_equal
 from tilewright.schedule.dataflow import (
     ScopeBlock,
     check_single_writer,
@@ -19,6 +24,7 @@ from tilewright.schedule.dataflow import (
     scope_path,
 )
 from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.primitives.block_layout import _inverse  # the iter-map inverse
 from tilewright.schedule.primitives.caching import rebuild_at
 from tilewright.schedule.tree import Site, rebuild, update, walk
 
@@ -201,6 +207,11 @@ def reverse_compute_inline(site: Site) -> PrimFunc:
     """Fold the block, an elementwise consumer of one producer's buffer, into that producer,
     which then writes the block's output directly; the block and the buffer go.
 
+    As in TVM, the consumer may read the buffer through any one-to-one affine map of its
+    iterators (``B[vi * 16 + vj, vk]``): each consumer iterator is recovered from the
+    producer's store indices, and a producer that computes more than the consumer reads gets
+    a ``T.where`` keeping only the elements the consumer read.
+
     Example::
 
         B[vi] = A[vi] * 2; C[vi] = B[vi] + 1   ->   C[vi] = A[vi] * 2 + 1 (in block B)
@@ -227,28 +238,13 @@ def reverse_compute_inline(site: Site) -> PrimFunc:
     pstore = _store("reverse_compute_inline", site, producer.block, "producer")
     loads = _Loads(buffer)
     loads.visit(store.value)
-    index_vars = _distinct_vars(loads.found[0].indices, block) if loads.found else None
-    same = (
-        all(tuple(ld.indices) == tuple(loads.found[0].indices) for ld in loads.found)
-        and index_vars is not None
+    indices = tuple(loads.found[0].indices) if loads.found else ()
+    same = bool(loads.found) and all(
+        structural_equal(tuple(ld.indices), indices) for ld in loads.found
     )
-    if (
-        not same
-        or set(collect_vars((store.indices, store.value)))
-        & {iv.var for iv in block.iter_vars} - set(index_vars or ())
-        or not _unit_predicate(realize)
-        or pstore.buffer is not buffer
-    ):
-        raise ScheduleError(
-            "reverse_compute_inline",
-            "inline-body",
-            f"block {block.name!r} must read {buffer.name!r} at its iterators only "
-            "(e.g. C[vi, vj] = f(B[vi, vj])), with no predicate",
-            site.func,
-            block,
-        )
-    assert index_vars is not None
-    _check_same_domain(site, block, index_vars, producer.block, pstore)
+    if not same or not _unit_predicate(realize) or pstore.buffer is not buffer:
+        raise _body_error(site, block, buffer, "at one index tuple, with no predicate")
+    mapping, guard = _invert_load(site, block, buffer, indices, producer.block, pstore)
     _check_output("reverse_compute_inline", site, buffer, block)
     others = [b for b in blocks if buffer in b.reads and b.block is not block]
     if others:
@@ -261,48 +257,133 @@ def reverse_compute_inline(site: Site) -> PrimFunc:
         )
     check_single_writer("reverse_compute_inline", site, blocks, producer.block)
     _check_crossed("reverse_compute_inline", site, block, blocks, find(blocks, producer.block), me)
-    mapping = dict(zip(index_vars, pstore.indices))
+    ana = Analyzer()
+    for iv in producer.block.iter_vars:
+        ana.bind(iv.var, iv.dom)
     value = _Inline(buffer, [], pstore.value).visit(store.value)
     new_store = BufferStore(
         store.buffer,
         substitute(value, mapping),
-        tuple(substitute(i, mapping) for i in store.indices),
+        tuple(ana.simplify(substitute(i, mapping)) for i in store.indices),
     )
     new_block = update(producer.block, body=new_store)
     reads, writes = block_access_regions(new_block)
     new_block = update(new_block, reads=reads, writes=writes)
+    old = producer.realize
+    new_realize = update(old, block=new_block)
+    if guard is not None:
+        bindings = dict(zip((iv.var for iv in producer.block.iter_vars), old.iter_values))
+        condition = substitute(guard, bindings)
+        predicate = condition if _unit_predicate(old) else op.logical_and(old.predicate, condition)
+        new_realize = update(new_realize, predicate=predicate)
     body = remove(site.func.body, realize)
     assert body is not None
-    body = rebuild_at(body, producer.block, new_block)
+    body = rebuild_at(body, old, new_realize)
     return site.func.with_body(_drop_allocation(body, buffer))
 
 
-def _check_same_domain(
-    site: Site, block: Block, index_vars: list[Var], producer: Block, pstore: BufferStore
-) -> None:
-    """The consumer runs exactly once per element the producer stores: the producer stores
-    at distinct iterators whose domains equal the consumer's iterators reading them."""
-    stored = _distinct_vars(pstore.indices, producer)
-    domains = {iv.var: iv.dom for iv in (*block.iter_vars, *producer.iter_vars)}
-    same = stored is not None and all(
-        _same_range(domains[c], domains[p]) for c, p in zip(index_vars, stored)
+def _body_error(site: Site, block: Block, buffer: Buffer, how: str) -> ScheduleError:
+    return ScheduleError(
+        "reverse_compute_inline",
+        "inline-body",
+        f"block {block.name!r} must read {buffer.name!r} {how} (e.g. C[vi, vj] = "
+        "f(B[vi, vj]) or C[vi, vj, vk] = f(B[vi * 16 + vj, vk])): the indices must be a "
+        "bijective affine map of its iterators",
+        site.func,
+        block,
     )
-    if not same:
+
+
+def _invert_load(
+    site: Site,
+    block: Block,
+    buffer: Buffer,
+    indices: tuple[PrimExpr, ...],
+    producer: Block,
+    pstore: BufferStore,
+) -> tuple[dict[Var, PrimExpr], PrimExpr | None]:
+    """Each consumer iterator as an expression of the producer's store indices (the load's
+    indices, a one-to-one affine map of the consumer's iterators, inverted), and the condition
+    on the producer's iterators under which the element it stores is one the consumer read
+    (None when always)."""
+    dom = {iv.var: iv.dom for iv in block.iter_vars}
+    result = detect_iter_map(indices, dom, check_level="bijective")
+    if not result:
+        raise _body_error(site, block, buffer, f"one to one ({'; '.join(result.errors)})")
+    ana = Analyzer()
+    pdom = {iv.var: iv.dom for iv in producer.iter_vars}
+    for var, rng in pdom.items():
+        ana.bind(var, rng)
+    holders: list[Var] = []
+    shifted: dict[Var, PrimExpr] = {}
+    conditions: list[PrimExpr] = []
+    dims = []
+    for total, index in zip(result.indices, pstore.indices):
+        base = _expr(total.base, index)
+        if not total.args:
+            conditions.append(op.eq(index, base))
+            continue
+        split = total.args[0]
+        if len(total.args) != 1 or split.scale != 1:
+            raise _body_error(site, block, buffer, "densely (a strided index has no inverse)")
+        holder = Var(f"ph_{len(holders)}", index.dtype)
+        holders.append(holder)
+        dims.append(total)
+        shifted[holder] = op.sub(index, base)
+        extent = _expr(split.extent, index)
+        conditions.append(op.ge(index, base))
+        conditions.append(op.lt(index, op.add(base, extent)))
+        _check_cover(site, block, buffer, producer, index, (base, extent), pdom, ana)
+    inverse = _inverse(dims, holders)
+    mapping: dict[Var, PrimExpr] = {}
+    for iv in block.iter_vars:
+        value = inverse.get(iv.var)
+        if value is None:
+            if not (isinstance(iv.dom.extent, IntImm) and iv.dom.extent.value == 1):
+                raise _body_error(site, block, buffer, f"using iterator {iv.var.name!r}")
+            value = iv.dom.min
+        else:
+            value = op.add(substitute(value, shifted), iv.dom.min)
+        mapping[iv.var] = ana.simplify(value)
+    guard: PrimExpr | None = None
+    for cond in (ana.simplify(c) for c in conditions):
+        if not (isinstance(cond, IntImm) and cond.value == 1):
+            guard = cond if guard is None else op.logical_and(guard, cond)
+    return mapping, guard
+
+
+def _expr(value: int | PrimExpr, like: PrimExpr) -> PrimExpr:
+    return value if isinstance(value, PrimExpr) else op.const(value, like.dtype)
+
+
+def _check_cover(
+    site: Site,
+    block: Block,
+    buffer: Buffer,
+    producer: Block,
+    index: PrimExpr,
+    window: tuple[PrimExpr, PrimExpr],
+    pdom: dict[Var, Range],
+    ana: Analyzer,
+) -> None:
+    """The producer stores every element the consumer reads along this dimension, the
+    ``(base, extent)`` window (refused only when provably not, as TVM does)."""
+    base, extent = window
+    span = eval_set(index, pdom, ana)
+    low, high = span.min_value, span.max_value
+    short = (low is not None and ana.can_prove(op.gt(low, base))) or (
+        high is not None and ana.can_prove(op.lt(high, op.sub(op.add(base, extent), 1)))
+    )
+    if short:
         raise ScheduleError(
             "reverse_compute_inline",
             "inline-body",
-            f"block {producer.name!r} must store at distinct "
-            f"iterators over the domains of block {block.name!r}'s iterators",
+            f"block {producer.name!r} stores {buffer.name!r} at {index} over [{low}, {high}], "
+            f"less than block {block.name!r} reads; the iter domains of the inlined block "
+            "should be covered by the producer block",
             site.func,
             block,
         )
-
-
-def _same_range(a: Range, b: Range) -> bool:
-    return all(
-        isinstance(x, IntImm) and isinstance(y, IntImm) and x.value == y.value
-        for x, y in ((a.min, b.min), (a.extent, b.extent))
-    )
 
 
 def block_reads(block: Block) -> set[Buffer]:

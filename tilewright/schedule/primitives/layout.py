@@ -1,10 +1,12 @@
-"""Layout: ``transform_layout`` stores a buffer allocated in the function in a new layout.
+"""Layout: ``transform_layout`` stores a buffer of the function in a new layout.
 
-Every access ``B[i, k]`` becomes ``B[f(i, k)]`` and the buffer's shape the image of the old
-one, for an index map ``f`` that re-tiles the old shape exactly (permutations, splits and
-fusions of the dimensions: checked with the affine iterator maps). What the function computes
-does not change; where each element lives does (a k-major tile of A for vector reads along k,
-a split dimension for a fragment layout).
+Every access ``B[i, k]`` becomes ``B[f(i, k)]`` and the buffer's shape the box the images of
+the old one span, for an index map ``f`` that is one to one on the old shape: permutations,
+splits and fusions of the dimensions (checked with the affine iterator maps), maps no affine
+analysis reads such as XOR swizzles (proved by evaluation, ``layout_swizzle``), and splits
+that leave padding (``layout_padding``: the producer writes ``pad_value`` there). What the
+function computes does not change; where each element lives does. A parameter buffer changes
+its shape in the signature: the caller passes arrays in the new layout.
 """
 
 from __future__ import annotations
@@ -19,31 +21,82 @@ from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import Mutator
 from tilewright.ir.stmt import Block, BufferStore
-from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.dataflow import param_buffers
+from tilewright.schedule.error import ScheduleError, register_rules
 from tilewright.schedule.index_map import IndexMap
+from tilewright.schedule.primitives import layout_padding
 from tilewright.schedule.primitives.caching import _allocated, _buffer
+from tilewright.schedule.primitives.layout_padding import Padding, PadValue
+from tilewright.schedule.primitives.layout_swizzle import (
+    MAX_POINTS,
+    Unprovable,
+    enumerate_images,
+    image_bounds,
+)
 from tilewright.schedule.tree import Site, walk
 
+register_rules(
+    {
+        "index-map": (
+            "the index map takes one index per dimension of the buffer (of constant extents, "
+            "without explicit strides) and maps it one to one into a box counted from 0"
+        ),
+        "injective-map": (
+            f"an index map that is not affine (an XOR swizzle) is proved one to one by "
+            f"evaluating it on the buffer's box, of at most {MAX_POINTS} elements; "
+            "assume_injective_transform=True skips the proof"
+        ),
+    }
+)
 
-def transform_layout(site: Site, kind: str, index: int, index_map: IndexMap) -> PrimFunc:
+
+def transform_layout(
+    site: Site,
+    kind: str,
+    index: int,
+    index_map: IndexMap,
+    pad_value: PadValue = None,
+    assume_injective: bool = False,
+) -> PrimFunc:
     """Store the block's ``index``-th read (``kind="read"``) or written buffer in the layout
-    ``index_map`` gives.
+    ``index_map`` gives; ``pad_value`` fills the padding a non-dividing split leaves.
 
     Example::
 
         sch.transform_layout(A_shared, ("write", 0), lambda i, k: (k, i))
         # A_shared: (128, 16) -> (16, 128); A_shared[v0, v1] -> A_shared[v1, v0]
+        sch.transform_layout(B, ("write", 0), lambda i: (i // 4, i % 4), pad_value=0)
+        # B: (14,) -> (4, 4); its producer stores 0 where 14 <= v0 * 4 + v1
     """
     block = site.node
     assert isinstance(block, Block)
     regions = block.reads if kind == "read" else block.writes
     buffer = _buffer("transform_layout", site, regions, index, f"{kind}s")
-    _allocated("transform_layout", site, buffer)
-    shape = _new_shape(site, buffer, index_map)
+    is_param = buffer in param_buffers(site.func)
+    if not is_param:
+        _allocated("transform_layout", site, buffer)
+    shape, padding = _new_shape(site, buffer, index_map, assume_injective)
+    if padding is not None and pad_value is None:
+        raise ScheduleError(
+            "transform_layout",
+            "pad-value",
+            f"index map {index_map} stores buffer {buffer.name!r} of shape "
+            f"{tuple(int(e) for e in buffer.shape)} in the box {tuple(shape)}, with padding: "
+            "give pad_value",
+            site.func,
+            block,
+        )
     _refuse_views(site, buffer)
     new = buffer.replace(shape=tuple(IntImm(s, int32) for s in shape))
     body = _Relayout(buffer, new, index_map).visit(site.func.body)
-    return site.func.with_body(body)
+    func = site.func.with_body(body)
+    if is_param:
+        func = func.replace(
+            buffer_map=tuple((v, new if b is buffer else b) for v, b in func.buffer_map)
+        )
+    if padding is not None:
+        func = layout_padding.write_padding(site.func, func, buffer, new, padding, pad_value)
+    return func
 
 
 def buffer_spec(site: Site, buffer: object) -> tuple[str, int]:
@@ -89,13 +142,17 @@ def _fail(site: Site, message: str) -> ScheduleError:
     return ScheduleError("transform_layout", "index-map", message, site.func, site.node)
 
 
-def _new_shape(site: Site, buffer: Buffer, index_map: IndexMap) -> list[int]:
-    """The image of ``buffer``'s shape, when ``index_map`` maps it one to one onto a box."""
+def _new_shape(
+    site: Site, buffer: Buffer, index_map: IndexMap, assume_injective: bool
+) -> tuple[list[int], Padding | None]:
+    """The box ``index_map`` maps ``buffer``'s shape into, one to one, and its padding."""
     dims = []
     for extent in buffer.shape:
         if not isinstance(extent, IntImm):
             raise _fail(site, f"buffer {buffer.name!r} has the symbolic extent {extent}")
         dims.append(extent.value)
+    if buffer.strides:
+        raise _fail(site, f"buffer {buffer.name!r} has explicit strides")
     if len(index_map.initial_indices) != len(dims):
         raise _fail(
             site,
@@ -105,19 +162,66 @@ def _new_shape(site: Site, buffer: Buffer, index_map: IndexMap) -> list[int]:
     variables = index_map.initial_indices
     dom = {v: Range(IntImm(0, int32), IntImm(e, int32)) for v, e in zip(variables, dims)}
     result = detect_iter_map(index_map.final_indices, dom, check_level="bijective")
-    if not result:
-        reason = "; ".join(result.errors) if result.errors else "not affine"
+    if result:
+        shape: list[int] = []
+        for expr, total in zip(index_map.final_indices, result.indices):
+            size = _const(total.args[0].extent) if len(total.args) == 1 else None
+            if size is None or total.args[0].scale != 1 or _const(total.base) != 0:
+                raise _fail(
+                    site, f"index map {index_map}: {expr} is not one dimension counted from 0"
+                )
+            shape.append(size)
+        return shape, None
+    padded = layout_padding.padding_of(index_map, dims)
+    if padded is not None:
+        return padded
+    return _evaluated_shape(site, buffer, index_map, dims, assume_injective), None
+
+
+def _evaluated_shape(
+    site: Site, buffer: Buffer, index_map: IndexMap, dims: list[int], assume_injective: bool
+) -> list[int]:
+    """The box of a map the iterator maps cannot read, proved one to one by evaluation."""
+    try:
+        images = enumerate_images(index_map, dims, check=not assume_injective)
+    except Unprovable as err:
+        if not assume_injective:
+            raise ScheduleError(
+                "transform_layout",
+                "injective-map",
+                f"index map {index_map} is not affine and cannot be proved one to one on "
+                f"buffer {buffer.name!r} of shape {tuple(dims)}: {err}",
+                site.func,
+                site.node,
+            ) from None
+        bounds = image_bounds(index_map, dims)
+        if bounds is None:
+            raise _fail(
+                site, f"index map {index_map}: the box of its images cannot be bounded"
+            ) from None
+        lowest, shape = bounds
+        images = None
+    else:
+        lowest, shape = list(images.lowest), list(images.shape)
+    if images is not None and images.collision is not None:
+        a, b, image = images.collision
         raise _fail(
             site,
             f"index map {index_map} does not re-tile the shape {tuple(dims)} of buffer "
-            f"{buffer.name!r} one to one ({reason}); padding layouts are not supported yet",
+            f"{buffer.name!r} one to one: {a} and {b} both map to {image}",
         )
-    shape: list[int] = []
-    for expr, total in zip(index_map.final_indices, result.indices):
-        size = _const(total.args[0].extent) if len(total.args) == 1 else None
-        if size is None or total.args[0].scale != 1 or _const(total.base) != 0:
+    for expr, low in zip(index_map.final_indices, lowest):
+        if low != 0:
             raise _fail(site, f"index map {index_map}: {expr} is not one dimension counted from 0")
-        shape.append(size)
+    if images is not None and not images.fills:
+        raise ScheduleError(
+            "transform_layout",
+            "pad-value",
+            f"index map {index_map} leaves holes in the box {tuple(shape)} it maps buffer "
+            f"{buffer.name!r} into; padding layouts need an affine map",
+            site.func,
+            site.node,
+        )
     return shape
 
 
@@ -179,10 +283,12 @@ class _Relayout(Mutator):
         dom = {v: Range(IntImm(0, int32), r.extent) for v, r in zip(offsets, region)}
         moved = self.index_map.map_indices([op.add(r.min, v) for r, v in zip(region, offsets)])
         ranges = []
-        for expr in moved:
+        for expr, size in zip(moved, self.new.shape):
             bounds = eval_set(self.analyzer.simplify(expr), dom, self.analyzer)
             low, high = bounds.min_value, bounds.max_value
-            assert low is not None and high is not None  # affine over a bounded box
+            if low is None or high is None:  # an XOR of a box: the whole dimension
+                ranges.append(Range(IntImm(0, int32), size))
+                continue
             extent = self.analyzer.simplify(op.add(op.sub(high, low), 1))
             ranges.append(Range(self.analyzer.simplify(low), extent))
         return BufferRegion(self.new, tuple(ranges))

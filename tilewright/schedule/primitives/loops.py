@@ -6,23 +6,24 @@ import itertools
 from collections.abc import Sequence
 from typing import cast
 
+from tilewright.arith.iter_map import IterSum, detect_iter_map, is_affine
 from tilewright.ir import op
 from tilewright.ir.dtype import DataType, int32, int64
-from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
+from tilewright.ir.expr import GE, GT, LE, LT, And, IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import collect_vars
-from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, Stmt
+from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, Stmt
 from tilewright.ir.structural import structural_equal
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.legality import (
-    check_blocks_affine,
+    block_realizes,
     check_distinct,
     check_plain_loop,
     check_reduction_order,
     uses,
 )
 from tilewright.schedule.primitives.bindings import block_scope_domain, rewrite_loops
-from tilewright.schedule.tree import Site, children, update, with_child
+from tilewright.schedule.tree import Site, children, loop_domain, update, with_child
 
 Factor = int | PrimExpr | None
 
@@ -282,12 +283,95 @@ def reorder(sites: list[Site]) -> PrimFunc:
                 top.func,
                 f,
             )
-    check_blocks_affine("reorder", top, check_kinds=True)
+    check_partial_affine(top)
     check_reduction_order("reorder", top, chain, order)
     body: Stmt = chain[-1].body
     for f in reversed(order):
         body = update(f, body=body)
     return top.replaced(body)
+
+
+def check_partial_affine(top: Site) -> None:
+    """TVM's rule for reorder: every block under the outermost reordered loop has spatial and
+    reduction iterators only, bindings affine in the loops from that loop down (the loops
+    above it count as constants: ``v0 * v0 + v1`` allows reordering the loops under ``v0``),
+    and no predicate that bounds a sum of several of those loops unless that sum is itself a
+    binding (``T.where(i * 16 + j < 100)`` with ``vi = i``, ``vj = j`` ties the loops
+    together; a split's ``T.where(i_0 * 8 + i_1 < 100)`` bounds its own binding)."""
+    for path in block_realizes(top):
+        realize = path[-1]
+        assert isinstance(realize, BlockRealize)
+        block = realize.block
+        for iv in block.iter_vars:
+            if iv.kind not in (IterKind.SPATIAL, IterKind.REDUCE):
+                raise ScheduleError(
+                    "reorder",
+                    "block-iter-kind",
+                    f"block {block.name!r} has the {iv.kind.value} iterator {iv.var.name!r}",
+                    top.func,
+                    block,
+                )
+        loops = [s for s in path[len(top.path) - 1 :] if isinstance(s, For)]
+        dom = loop_domain(loops)
+        reason = is_affine(realize.iter_values, dom, realize.predicate)
+        if reason is not None:
+            raise ScheduleError(
+                "reorder",
+                "affine-binding",
+                f"block {block.name!r} has a binding that is not affine in the loops being "
+                f"reordered: {reason}",
+                top.func,
+                block,
+            )
+        marks = _mark_sources(realize.iter_values, dom, realize.predicate)
+        for lhs in _bounded_sums(realize.predicate):
+            if len({v for v in collect_vars(lhs) if v in dom}) < 2:
+                continue
+            if not _mark_sources([lhs], dom, None) & marks:
+                raise ScheduleError(
+                    "reorder",
+                    "affine-binding",
+                    f"the predicate {realize.predicate} of block {block.name!r} bounds "
+                    f"{lhs}, a sum of the loops being reordered that no binding equals: the "
+                    "loops are not independent",
+                    top.func,
+                    block,
+                )
+
+
+def _mark_sources(
+    exprs: Sequence[PrimExpr], dom: dict[Var, Range], predicate: PrimExpr | None
+) -> set[object]:
+    """The fused sums (``IterSum``s of several loops) the normalized ``exprs`` take pieces of."""
+    found: set[object] = set()
+    stack = [
+        split
+        for expr in exprs
+        for total in detect_iter_map([expr], dom, predicate).indices
+        for split in total.args
+    ]
+    while stack:
+        split = stack.pop()
+        source = split.mark.source
+        if isinstance(source, IterSum) and source not in found:
+            found.add(IterSum(source.args, 0))
+            stack.extend(source.args)
+    return found
+
+
+def _bounded_sums(predicate: PrimExpr) -> list[PrimExpr]:
+    """The left sides of the conjuncts ``lhs < c`` (``<=``, ``>``, ``>=``) of ``predicate``."""
+    found: list[PrimExpr] = []
+    stack = [predicate]
+    while stack:
+        cond = stack.pop()
+        if isinstance(cond, And):
+            stack += [cond.a, cond.b]
+        elif isinstance(cond, LT | LE):
+            found.append(cond.a)
+        elif isinstance(cond, GT | GE):
+            found.append(cond.b)
+    return found
 
 
 def add_unit_loop(site: Site) -> tuple[PrimFunc, Var]:

@@ -220,12 +220,13 @@ class DTypeConstructor:
             return op.cast(value, self.type)
         if self.type.is_vector:
             raise TypeError(f"T.{self.name} takes an expression; use T.Broadcast for a constant")
+        floating = self.type.is_float or self.type.is_float8
         if isinstance(value, str):
-            if not self.type.is_float:
+            if not floating:
                 raise TypeError(f"T.{self.name} takes a number or an expression, found {value!r}")
             return FloatImm(float(value), self.type)
         if isinstance(value, bool | int | float):
-            if self.type.is_float:
+            if floating:
                 return FloatImm(float(value), self.type)
             if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
                 raise TypeError(f"T.{self.name}({value!r}): not an integer")

@@ -53,6 +53,10 @@ from tilewright.script.tir.dtypes import (
     bfloat16,
     bool,
     boolean,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
     float16,
     float32,
     float64,
@@ -65,6 +69,7 @@ from tilewright.script.tir.dtypes import (
     uint16,
     uint32,
     uint64,
+    void,
 )
 from tilewright.script.tir.exprs import (
     EQ,
@@ -144,6 +149,21 @@ from tilewright.script.tir.exprs import (
     truncdiv,
     truncmod,
 )
+from tilewright.script.tir.host import (
+    allocate_const,
+    call_cpacked,
+    call_llvm_intrin,
+    call_llvm_pure_intrin,
+    call_pure_extern,
+    isnullptr,
+    prefetch,
+    realize,
+    tvm_stack_alloca,
+    tvm_stack_make_array,
+    tvm_stack_make_shape,
+    tvm_struct_get,
+    tvm_struct_set,
+)
 from tilewright.script.tir.loops import (
     env_thread,
     grid,
@@ -165,7 +185,9 @@ from tilewright.script.tir.tensor_core import (
 
 __all__ = [name for name in dir() if not name.startswith("_") and name != "re"]
 
-_VECTOR_DTYPE = re.compile(r"^(?:(?:u?int|float)\d+|bfloat16|bool)x\d+$")
+_VECTOR_DTYPE = re.compile(
+    r"^(?:(?:u?int|float)\d+|bfloat16|bool|float8_e4m3fn(?:uz)?|float8_e5m2(?:fnuz)?)x\d+$"
+)
 
 
 def __getattr__(name: str) -> DTypeConstructor:

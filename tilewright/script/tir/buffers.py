@@ -50,6 +50,8 @@ def _maker(name: str, wrap: Callable[[BufferType], _Made], doc: str) -> Callable
                     f"shape and dtype {data.shape} {data.dtype}"
                 )
             return cast(_Made, data)
+        if isinstance(data, BufferNode):
+            data = data.data  # ``data=B`` over ``B = T.allocate_const(...)``: its storage
         if data is not None and not isinstance(data, Var):
             raise TypeError(f"{where}: data must be a handle variable, found {type(data).__name__}")
         if scope == "":

@@ -1,0 +1,149 @@
+"""transform_layout with padding: a split that does not divide stores the buffer in a larger
+box, and ``pad_value`` is written into the padding by the producer (rewritten over the new
+box with ``T.if_then_else``) or by a ``<buffer>_padding`` block after it (expected scripts,
+replay, numerics), and what is refused."""
+
+from __future__ import annotations
+
+import numpy as np
+from evaluator import run
+from schedule_checks import check_refused, check_schedule
+
+from tilewright.ir import IntImm, Var, dtype
+from tilewright.script import tir as T
+from tilewright.tir import Schedule
+
+
+@T.prim_func
+def row_sums(A: T.Buffer((14, 8), "int32"), C: T.Buffer((14,), "int32")):
+    B = T.alloc_buffer((14,), "int32")
+    for i, k in T.grid(14, 8):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = 0
+            B[vi] = B[vi] + A[vi, vk]
+    for i in range(14):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi] * 2
+
+
+@T.prim_func
+def row_sums_padded(A: T.Buffer((14, 8), "int32"), C: T.Buffer((14,), "int32")):
+    B = T.alloc_buffer((4, 4), "int32")
+    for ax0, ax1, k in T.grid(4, 4, 8):
+        with T.block("B"):
+            v0, v1, vk = T.axis.remap("SSR", [ax0, ax1, k])
+            with T.init():
+                B[v0, v1] = T.if_then_else(v0 * 4 + v1 >= 14, v0 + v1, 0)
+            B[v0, v1] = T.if_then_else(v0 * 4 + v1 >= 14, v0 + v1, B[v0, v1] + A[v0 * 4 + v1, vk])
+    for i in range(14):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi // 4, vi % 4] * 2
+
+
+@T.prim_func
+def copy_twice(A: T.Buffer((14,), "float32"), C: T.Buffer((14,), "float32")):
+    B = T.alloc_buffer((14,))
+    D = T.alloc_buffer((14,))
+    for i in range(14):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi]
+            D[vi] = A[vi]
+    for i in range(14):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi] + D[vi]
+
+
+@T.prim_func
+def copy_twice_padded(A: T.Buffer((14,), "float32"), C: T.Buffer((14,), "float32")):
+    B = T.alloc_buffer((4, 4))
+    D = T.alloc_buffer((14,))
+    for i in range(14):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi // 4, vi % 4] = A[vi]
+            D[vi] = A[vi]
+    for ax0, ax1 in T.grid(4, 4):
+        with T.block("B_padding"):
+            v0, v1 = T.axis.remap("SS", [ax0, ax1])
+            T.where(ax0 * 4 + ax1 >= 14)
+            B[v0, v1] = T.float32(1.5)
+    for i in range(14):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi // 4, vi % 4] + D[vi]
+
+
+def test_a_row_major_producer_iterates_over_the_padded_box() -> None:
+    sch = Schedule(row_sums)
+    sch.transform_layout("B", "B", lambda i: (i // 4, i % 4), pad_value=lambda i, j: i + j)
+    check_schedule(sch, row_sums, row_sums_padded)
+    assert "pad_value=lambda i, j: (i + j,)" in str(sch.trace)
+
+
+def test_a_producer_with_other_effects_is_followed_by_a_padding_block() -> None:
+    sch = Schedule(copy_twice)
+    sch.transform_layout("B", ("write", 0), lambda i: (i // 4, i % 4), pad_value=1.5)
+    check_schedule(sch, copy_twice, copy_twice_padded)
+
+
+@T.prim_func
+def scale(A: T.Buffer((6, 6), "float32"), C: T.Buffer((6, 6), "float32")):
+    for i, j in T.grid(6, 6):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] * T.float32(3)
+
+
+def test_a_padded_output_holds_the_pad_value() -> None:
+    sch = Schedule(scale)
+    sch.transform_layout(
+        "C", "C", lambda i, j: (i // 4, j // 4, i % 4, j % 4), pad_value=T.float32(-1)
+    )
+    check_schedule(sch, scale, numeric=False)
+    func = sch.mod["main"]
+    assert [int(e) for e in func.buffer_map[1][1].shape] == [2, 2, 4, 4]
+    a = np.arange(36, dtype="float32").reshape(6, 6)
+    got = run(func, a, np.zeros((2, 2, 4, 4), "float32"))[1]
+    flat = got.transpose(0, 2, 1, 3).reshape(8, 8)  # back to rows and columns
+    np.testing.assert_allclose(flat[:6, :6], a * 3)
+    assert (flat[6:, :] == -1).all() and (flat[:, 6:] == -1).all()
+
+
+def test_what_padding_needs() -> None:
+    sch = Schedule(row_sums)
+    split = lambda i: (i // 4, i % 4)
+    error = check_refused(
+        sch,
+        lambda: sch.transform_layout("B", "B", split),
+        r"in the box \(4, 4\), with padding: give pad_value",
+    )
+    assert error.rule == "pad-value"
+    check_refused(
+        sch,
+        lambda: sch.transform_layout("B", "B", split, pad_value=IntImm(0, dtype("int8"))),
+        "has dtype int8; buffer 'B' holds int32",
+    )
+    check_refused(
+        sch, lambda: sch.transform_layout("B", "B", split, pad_value=0.5), "is not an integer"
+    )
+    n = Var("n", dtype("int32"))
+    check_refused(
+        sch, lambda: sch.transform_layout("B", "B", split, pad_value=n + 1), "is an expression"
+    )
+    other = sch.get(sch.get_block("C")).writes[0].buffer
+    check_refused(
+        sch,
+        lambda: sch.transform_layout("B", "B", split, pad_value=lambda i, j: other[i]),
+        "pad_value",
+    )
+    check_refused(
+        sch,
+        lambda: sch.transform_layout("B", "B", split, pad_value=lambda i, j: (i, j)),
+        "must take the 2 new indices and give one value",
+    )

@@ -1,0 +1,353 @@
+"""Padding layouts: an index map whose images leave holes in the new box, the value the holes
+hold (``pad_value``) and the statement that writes it.
+
+``lambda i: (i // 4, i % 4)`` stores 14 elements in a (4, 4) buffer: elements (3, 2) and
+(3, 3) are padding. As in TVM, a padding layout needs ``pad_value`` (a constant of the
+buffer's dtype, or a function of the new indices), and the producer writes it: a producer that
+visits the buffer in row-major order and does nothing else iterates over the new box instead
+and stores ``T.if_then_else(<padding>, pad_value, value)``; any other writer is followed by a
+block ``<buffer>_padding`` storing the pad value under ``T.where(<padding>)``. The padding of
+a parameter nothing in the function writes is the caller's to fill.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tilewright.arith.analyzer import Analyzer
+from tilewright.arith.iter_map import detect_iter_map
+from tilewright.arith.region import block_access_regions
+from tilewright.ir import op
+from tilewright.ir.buffer import Buffer
+from tilewright.ir.dtype import bool_, int32
+from tilewright.ir.expr import FloatImm, FloorDiv, FloorMod, IntImm, PrimExpr, Range, Var
+from tilewright.ir.function import PrimFunc
+from tilewright.ir.functor import collect_vars, post_order_visit, substitute
+from tilewright.ir.stmt import (
+    Block,
+    BlockRealize,
+    BufferStore,
+    For,
+    ForKind,
+    IterKind,
+    IterVar,
+    SeqStmt,
+    Stmt,
+)
+from tilewright.schedule.error import ScheduleError, register_rules
+from tilewright.schedule.index_map import IndexMap, as_index_map
+from tilewright.schedule.primitives.block_layout import _inverse
+from tilewright.schedule.tree import Path, rebuild, update, walk
+
+register_rules(
+    {
+        "pad-value": (
+            "a layout that leaves padding in the new buffer needs pad_value: a constant of the "
+            "buffer's dtype or an integer function of the new indices that reads no buffer; "
+            "the index map must then be affine (splits of the old dimensions)"
+        ),
+    }
+)
+
+PadValue = int | float | IndexMap | None
+
+
+@dataclass(frozen=True)
+class Padding:
+    """A padding layout inverted: ``new_vars`` index the new box, ``inverse`` gives each old
+    index in terms of them, and ``predicate`` holds exactly at the padding."""
+
+    old_vars: tuple[Var, ...]
+    new_vars: tuple[Var, ...]
+    inverse: dict[Var, PrimExpr]
+    predicate: PrimExpr
+
+
+def padding_of(index_map: IndexMap, dims: list[int]) -> tuple[list[int], Padding] | None:
+    """The new shape and the padding of an affine ``index_map`` that is one to one on the box
+    ``dims`` padded up to a multiple of the divisors each dimension is split by; None when
+    there is no such padding."""
+    padded = [_round_up(e, _divisor(index_map, v)) for v, e in zip(index_map.initial_indices, dims)]
+    if padded == dims:
+        return None
+    dom = {
+        v: Range(IntImm(0, int32), IntImm(e, int32))
+        for v, e in zip(index_map.initial_indices, padded)
+    }
+    result = detect_iter_map(index_map.final_indices, dom, check_level="bijective")
+    if not result:
+        return None
+    shape: list[int] = []
+    for total in result.indices:
+        split = total.args[0] if len(total.args) == 1 else None
+        size = _const(split.extent) if split is not None else None
+        if split is None or split.scale != 1 or _const(total.base) != 0 or size is None:
+            return None
+        shape.append(size)
+    new_vars = tuple(Var(f"v{k}", int32) for k in range(len(shape)))
+    inverse = _inverse(list(result.indices), list(new_vars))
+    analyzer = Analyzer()
+    for v, e in zip(new_vars, shape):
+        analyzer.bind(v, Range(IntImm(0, int32), IntImm(e, int32)))
+    inverse = {v: analyzer.simplify(x) for v, x in inverse.items()}
+    outside = [
+        op.ge(inverse.get(v, IntImm(0, int32)), IntImm(e, int32))
+        for v, e, p in zip(index_map.initial_indices, dims, padded)
+        if p != e
+    ]
+    predicate = outside[0]
+    for term in outside[1:]:
+        predicate = op.logical_or(predicate, term)
+    padding = Padding(index_map.initial_indices, new_vars, inverse, analyzer.simplify(predicate))
+    return shape, padding
+
+
+def _divisor(index_map: IndexMap, var: Var) -> int:
+    """The least common multiple of the constants ``var`` alone is divided by or reduced
+    modulo in the map (1 when none)."""
+    found = [1]
+
+    def visit(node: object) -> None:
+        split = isinstance(node, FloorDiv | FloorMod) and isinstance(node.b, IntImm)
+        if split and node.b.value > 0 and set(collect_vars(node.a)) == {var}:  # type: ignore[attr-defined]
+            found.append(node.b.value)  # type: ignore[attr-defined]
+
+    for e in index_map.final_indices:
+        post_order_visit(e, visit)
+    return math.lcm(*found)
+
+
+def _const(value: object) -> int | None:
+    if isinstance(value, int):
+        return value
+    return value.value if isinstance(value, IntImm) else None
+
+
+def _round_up(value: int, factor: int) -> int:
+    return -(-value // factor) * factor
+
+
+# ---- pad_value ----------------------------------------------------------------------------
+
+
+def normalize_pad_value(buffer: Buffer, value: object, ndim: int) -> PadValue:
+    """``pad_value`` as the trace records it: None, a number of the buffer's kind, or an
+    ``IndexMap`` of ``ndim`` new indices giving one integer (a string is such a map's text)."""
+    if value is None:
+        return None
+    dtype = buffer.dtype
+    if isinstance(value, IntImm | FloatImm):
+        if value.dtype != dtype:
+            raise _refuse(
+                f"pad_value {value!r} is a {value.dtype}; buffer {buffer.name!r} holds {dtype}"
+            )
+        value = value.value
+    if isinstance(value, int | float):  # bool too
+        number = float(value) if dtype.is_float else value
+        if not dtype.is_float and not float(value).is_integer():
+            raise _refuse(
+                f"pad_value {value!r} is not an integer; buffer {buffer.name!r} holds {dtype}"
+            )
+        return int(number) if not dtype.is_float else number
+    if isinstance(value, PrimExpr):
+        raise _refuse(
+            f"pad_value {value!r} is an expression: give a constant or a function of the new "
+            "indices (lambda i, j: ...)"
+        )
+    if isinstance(value, str | IndexMap) or callable(value):
+        try:
+            mapping = as_index_map(value, ndim)  # type: ignore[arg-type]
+        except (ValueError, TypeError) as err:
+            raise _refuse(f"pad_value {value!r}: {err}") from None
+        if len(mapping.final_indices) != 1 or len(mapping.initial_indices) != ndim:
+            raise _refuse(
+                f"pad_value {mapping} must take the {ndim} new indices and give one value"
+            )
+        return mapping
+    raise _refuse(f"pad_value {value!r} is neither a constant nor a function of the new indices")
+
+
+def _refuse(detail: str, func: PrimFunc | None = None, node: Stmt | None = None) -> ScheduleError:
+    return ScheduleError("transform_layout", "pad-value", detail, func, node)
+
+
+def pad_expr(buffer: Buffer, value: PadValue, indices: tuple[PrimExpr, ...]) -> PrimExpr:
+    """The pad value at the new ``indices``, in the buffer's dtype."""
+    assert value is not None  # only a padding layout asks, and it was refused without one
+    if isinstance(value, IndexMap):
+        return op.cast(value.map_indices(indices)[0], buffer.dtype)
+    return op.const(value, buffer.dtype)
+
+
+# ---- who writes the padding ---------------------------------------------------------------
+
+
+def write_padding(
+    before: PrimFunc, func: PrimFunc, old: Buffer, new: Buffer, padding: Padding, value: PadValue
+) -> PrimFunc:
+    """``func`` (``before`` relaid out) with the padding of ``new`` written with ``value``."""
+    writers = _writers(before.body, old)
+    if not writers:
+        return func  # an input: the caller fills the padding
+    if len(writers) == 1:
+        nest = _row_major_nest(writers[0], old)
+        if nest is not None:
+            name = writers[0][-1].block.name  # type: ignore[attr-defined]
+            (path,) = [p for p in _writers(func.body, new) if p[-1].block.name == name]  # type: ignore[attr-defined]
+            return func.with_body(_rewrite_producer(path, len(nest), new, padding, value))
+    return func.with_body(_padding_block(func.body, new, padding, value))
+
+
+def _writers(body: Stmt, buffer: Buffer) -> list[Path]:
+    """Paths to the blocks whose own statements (not nested blocks') store into ``buffer``."""
+    found: list[Path] = []
+    for path in walk(body):
+        node = path[-1]
+        if isinstance(node, BufferStore) and node.buffer is buffer:
+            realize = next(
+                i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], BlockRealize)
+            )
+            if path[: realize + 1] not in found:
+                found.append(path[: realize + 1])
+    return found
+
+
+def _row_major_nest(path: Path, buffer: Buffer) -> list[For] | None:
+    """The loops of a producer that visits ``buffer`` in row-major order with nothing else to
+    do: its body (and init) one store at its spatial iterators in order, each iterator bound
+    to its own plain loop over the whole dimension, spatial loops outside reduction loops."""
+    realize = path[-1]
+    assert isinstance(realize, BlockRealize)
+    block = realize.block
+    spatial = [iv for iv in block.iter_vars if iv.kind is IterKind.SPATIAL]
+    others = [iv for iv in block.iter_vars if iv.kind is not IterKind.SPATIAL]
+    if any(iv.kind is not IterKind.REDUCE for iv in others) or len(spatial) != buffer.ndim:
+        return None
+    if list(block.iter_vars) != spatial + others or block.alloc_buffers or block.match_buffers:
+        return None
+    for stmt in (block.body, block.init):
+        if stmt is None:
+            continue
+        if not isinstance(stmt, BufferStore) or stmt.buffer is not buffer:
+            return None
+        if len(stmt.indices) != len(spatial) or any(
+            x is not iv.var for x, iv in zip(stmt.indices, spatial)
+        ):
+            return None
+    if not (isinstance(realize.predicate, IntImm) and realize.predicate.value == 1):
+        return None
+    loops = path[-1 - len(block.iter_vars) : -1]
+    if len(loops) != len(block.iter_vars):
+        return None
+    for k, (loop, iv, bound) in enumerate(zip(loops, block.iter_vars, realize.iter_values)):
+        plain = isinstance(loop, For) and loop.kind is ForKind.SERIAL and not loop.annotations
+        if not plain or bound is not loop.loop_var or not _same_range(loop, iv):  # type: ignore[union-attr]
+            return None
+        inner = loops[k + 1] if k + 1 < len(loops) else realize
+        if loop.body is not inner:  # type: ignore[union-attr]
+            return None
+    extents = [iv.dom.extent for iv in spatial]
+    if any(not isinstance(e, IntImm) or e.value != d.value for e, d in zip(extents, buffer.shape)):  # type: ignore[union-attr]
+        return None
+    return list(loops)  # type: ignore[arg-type]
+
+
+def _same_range(loop: For, iv: IterVar) -> bool:
+    numbers = (loop.min, loop.extent, iv.dom.min, iv.dom.extent)
+    if not all(isinstance(x, IntImm) for x in numbers):
+        return False
+    return loop.min.value == iv.dom.min.value == 0 and loop.extent.value == iv.dom.extent.value  # type: ignore[union-attr]
+
+
+def _rewrite_producer(
+    path: Path, depth: int, new: Buffer, padding: Padding, value: PadValue
+) -> Stmt:
+    """The producer's nest iterating over the new box: each old spatial iterator the inverse
+    map of new ones, the stored value replaced by the pad value in the padding."""
+    realize = path[-1]
+    assert isinstance(realize, BlockRealize)
+    block = realize.block
+    spatial = [iv for iv in block.iter_vars if iv.kind is IterKind.SPATIAL]
+    reduce_ivs = [iv for iv in block.iter_vars if iv.kind is not IterKind.SPATIAL]
+    shape = [int(e) for e in new.shape]  # type: ignore[call-overload]
+    new_ivs = tuple(
+        IterVar(v, Range(IntImm(0, int32), IntImm(e, int32)), IterKind.SPATIAL)
+        for v, e in zip(padding.new_vars, shape)
+    )
+    analyzer = Analyzer()
+    for iv in (*new_ivs, *reduce_ivs):
+        analyzer.bind(iv.var, iv.dom)
+    # Old iterator k is old index k (the producer stores at its iterators in order).
+    table = {
+        iv.var: padding.inverse.get(old, IntImm(0, int32))
+        for iv, old in zip(spatial, padding.old_vars)
+    }
+    indices = tuple(padding.new_vars)
+    pad = pad_expr(new, value, indices)
+
+    def relaid(stmt: Stmt | None) -> Stmt | None:
+        if stmt is None:
+            return None
+        assert isinstance(stmt, BufferStore)
+        stored = analyzer.simplify(substitute(stmt.value, table))
+        chosen = op.if_then_else(padding.predicate, pad, stored)
+        return BufferStore(new, chosen, indices)
+
+    body = relaid(block.body)
+    assert body is not None
+    new_block = update(block, iter_vars=(*new_ivs, *reduce_ivs), body=body, init=relaid(block.init))
+    reads, writes = block_access_regions(new_block)
+    new_block = update(new_block, reads=reads, writes=writes)
+    loops = path[-1 - depth : -1]
+    loop_vars = [Var(f"ax{k}", int32) for k in range(len(shape))]
+    reduce_loops = [lp for lp in loops[len(spatial) :] if isinstance(lp, For)]
+    stmt: Stmt = BlockRealize(
+        (*loop_vars, *(lp.loop_var for lp in reduce_loops)), IntImm(1, bool_), new_block
+    )
+    for lp in reversed(reduce_loops):
+        stmt = update(lp, body=stmt)
+    for var, e in reversed(list(zip(loop_vars, shape))):
+        stmt = For(var, IntImm(0, int32), IntImm(e, int32), ForKind.SERIAL, stmt)
+    return rebuild(path[: -1 - depth + 1], stmt)
+
+
+def _padding_block(body: Stmt, new: Buffer, padding: Padding, value: PadValue) -> Stmt:
+    """``body`` with a block storing the pad value at the padding of ``new`` after the last
+    top-level statement of its scope that writes ``new``."""
+    writers = _writers(body, new)
+    last = writers[-1]
+    owner = next(
+        (k for k, s in enumerate(last) if isinstance(s, Block) and new in s.alloc_buffers),
+        next(k for k, s in enumerate(last) if isinstance(s, Block)),
+    )
+    scope = last[owner]
+    assert isinstance(scope, Block)
+    shape = [int(e) for e in new.shape]  # type: ignore[call-overload]
+    ivs = tuple(
+        IterVar(v, Range(IntImm(0, int32), IntImm(e, int32)), IterKind.SPATIAL)
+        for v, e in zip(padding.new_vars, shape)
+    )
+    indices = tuple(padding.new_vars)
+    store = BufferStore(new, pad_expr(new, value, indices), indices)
+    names = {p[-1].name for p in walk(body) if isinstance(p[-1], Block)}
+    name, k = f"{new.name}_padding", 0
+    while name in names:
+        k += 1
+        name = f"{new.name}_padding_{k}"
+    block = Block(name, ivs, (), (), store)
+    reads, writes = block_access_regions(block)
+    block = update(block, reads=reads, writes=writes)
+    loop_vars = [Var(f"ax{k}", int32) for k in range(len(shape))]
+    where = substitute(padding.predicate, dict(zip(padding.new_vars, loop_vars)))
+    nest: Stmt = BlockRealize(tuple(loop_vars), where, block)
+    for var, e in reversed(list(zip(loop_vars, shape))):
+        nest = For(var, IntImm(0, int32), IntImm(e, int32), ForKind.SERIAL, nest)
+    top = last[owner + 1]
+    if isinstance(top, SeqStmt):
+        child = last[owner + 2]
+        items = list(top.seq)
+        at = next(i for i, s in enumerate(items) if s is child)
+        items.insert(at + 1, nest)
+        return rebuild(last[: owner + 2], SeqStmt(tuple(items)))
+    return rebuild(last[: owner + 2], SeqStmt((top, nest)))

@@ -1,0 +1,177 @@
+"""Layouts the iterator maps cannot read (XOR swizzles): an index map over a constant box,
+proved one to one by evaluating it at every point, and the box its images span.
+
+``lambda i, j: (i, j ^ (i % 8))`` permutes each row of an (8k, 8m) tile: no affine analysis
+sees that, but the box is small (a shared-memory tile holds a few thousand elements), so the
+map is evaluated on all of it with numpy and the images are compared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilewright.ir.expr import (
+    Add,
+    Call,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    Sub,
+    Var,
+)
+from tilewright.schedule.index_map import IndexMap
+
+# The most points a map is evaluated at: 4M int64 indices per dimension stay well under a
+# second; a larger buffer needs ``assume_injective_transform``.
+MAX_POINTS = 1 << 22
+
+_BITS = {
+    "bitwise_xor": np.bitwise_xor,
+    "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or,
+    "shift_left": np.left_shift,
+    "shift_right": np.right_shift,
+}
+
+
+class Unprovable(Exception):
+    """The map could not be evaluated on the box: the message says why."""
+
+
+@dataclass(frozen=True)
+class Images:
+    """What ``index_map`` does to the box: the shape its images span (from 0), whether they
+    fill it (else the new buffer has padding), and, when two points share an image, the first
+    such pair ``(point, point, image)``."""
+
+    shape: tuple[int, ...]
+    fills: bool
+    collision: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None
+    lowest: tuple[int, ...]
+
+
+def enumerate_images(index_map: IndexMap, dims: list[int], check: bool = True) -> Images:
+    """Evaluate ``index_map`` at every point of the box ``dims``; ``check=False`` (TVM's
+    ``assume_injective_transform``) skips the search for two points with one image."""
+    total = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    if total > MAX_POINTS:
+        raise Unprovable(
+            f"the buffer has {total} elements, more than the {MAX_POINTS} the map is "
+            "evaluated at to prove it one to one"
+        )
+    grids = np.indices(dims, dtype=np.int64).reshape(len(dims), -1) if dims else np.zeros((0, 1))
+    env = dict(zip(index_map.initial_indices, grids))
+    images = [
+        np.broadcast_to(evaluate(e, env), (total,)).astype(np.int64)
+        for e in index_map.final_indices
+    ]
+    lowest = tuple(int(x.min()) if x.size else 0 for x in images)
+    shape = tuple(int(x.max()) + 1 if x.size else 1 for x in images)
+    if any(low < 0 for low in lowest):
+        return Images(shape, False, None, lowest)
+    flat = np.ravel_multi_index(images, shape) if images else np.zeros(total, np.int64)
+    collision = None
+    distinct = total
+    if check:
+        order = np.argsort(flat, kind="stable")
+        ranked = flat[order]
+        same = np.flatnonzero(ranked[1:] == ranked[:-1])
+        distinct = total - len(same)
+        if len(same):
+            a, b = order[same[0]], order[same[0] + 1]
+            point = tuple(int(g[a]) for g in grids)
+            other = tuple(int(g[b]) for g in grids)
+            collision = (point, other, tuple(int(x[a]) for x in images))
+    fills = collision is None and distinct == int(np.prod(shape, dtype=np.int64))
+    return Images(shape, fills, collision, lowest)
+
+
+def evaluate(expr: PrimExpr, env: dict[Var, np.ndarray]) -> np.ndarray:
+    """``expr`` at every point, the variables' values given by ``env`` (integer arrays)."""
+    if isinstance(expr, Var):
+        if expr not in env:
+            raise Unprovable(f"{expr.name} is not an index of the map")
+        return env[expr]
+    if isinstance(expr, IntImm):
+        return np.int64(expr.value)  # type: ignore[return-value]  # broadcasts as an array
+    if isinstance(expr, Call) and expr.op.removeprefix("tir.") in _BITS and len(expr.args) == 2:
+        a, b = (evaluate(x, env) for x in expr.args)
+        return _BITS[expr.op.removeprefix("tir.")](a, b)
+    if isinstance(expr, Add | Sub | Mul | FloorDiv | FloorMod | Min | Max):
+        a, b = evaluate(expr.a, env), evaluate(expr.b, env)
+        if isinstance(expr, Add):
+            return a + b
+        if isinstance(expr, Sub):
+            return a - b
+        if isinstance(expr, Mul):
+            return a * b
+        if isinstance(expr, Min):
+            return np.minimum(a, b)
+        if isinstance(expr, Max):
+            return np.maximum(a, b)
+        if np.any(b == 0):
+            raise Unprovable(f"{expr} divides by zero")
+        return np.floor_divide(a, b) if isinstance(expr, FloorDiv) else np.mod(a, b)
+    raise Unprovable(f"{expr} is not integer arithmetic the map can be evaluated with")
+
+
+def image_bounds(index_map: IndexMap, dims: list[int]) -> tuple[list[int], list[int]] | None:
+    """The lowest image of each new index and the box (highest + 1), from interval arithmetic
+    over the box ``dims`` (for a map too large to evaluate point by point); None when some
+    index cannot be bounded."""
+    env = {v: (0, e - 1) for v, e in zip(index_map.initial_indices, dims)}
+    lowest, shape = [], []
+    for e in index_map.final_indices:
+        span = _interval(e, env)
+        if span is None:
+            return None
+        lowest.append(span[0])
+        shape.append(span[1] + 1)
+    return lowest, shape
+
+
+def _interval(expr: PrimExpr, env: dict[Var, tuple[int, int]]) -> tuple[int, int] | None:
+    if isinstance(expr, Var):
+        return env.get(expr)
+    if isinstance(expr, IntImm):
+        return expr.value, expr.value
+    if isinstance(expr, Call) and expr.op.removeprefix("tir.") in _BITS and len(expr.args) == 2:
+        a, b = (_interval(x, env) for x in expr.args)
+        if a is None or b is None or a[0] < 0 or b[0] < 0:
+            return None
+        name = expr.op.removeprefix("tir.")
+        if name == "bitwise_and":
+            return 0, min(a[1], b[1])
+        if name in ("bitwise_xor", "bitwise_or"):
+            return 0, (1 << max(a[1], b[1]).bit_length()) - 1
+        if name == "shift_left":
+            return a[0] << b[0], a[1] << b[1]
+        return a[0] >> b[1], a[1] >> b[0]
+    if isinstance(expr, Add | Sub | Mul | FloorDiv | FloorMod | Min | Max):
+        a, b = _interval(expr.a, env), _interval(expr.b, env)
+        if a is None or b is None:
+            return None
+        if isinstance(expr, Add):
+            return a[0] + b[0], a[1] + b[1]
+        if isinstance(expr, Sub):
+            return a[0] - b[1], a[1] - b[0]
+        if isinstance(expr, Min | Max):
+            pick = min if isinstance(expr, Min) else max
+            return pick(a[0], b[0]), pick(a[1], b[1])
+        if isinstance(expr, Mul):
+            corners = [x * y for x in a for y in b]
+            return min(corners), max(corners)
+        if b[0] != b[1] or b[0] <= 0:
+            return None
+        if isinstance(expr, FloorDiv):
+            return a[0] // b[0], a[1] // b[0]
+        if a[1] - a[0] + 1 >= b[0] or a[0] % b[0] > a[1] % b[0]:
+            return 0, b[0] - 1
+        return a[0] % b[0], a[1] % b[0]
+    return None
