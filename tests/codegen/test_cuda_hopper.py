@@ -189,7 +189,7 @@ def test_a_gpu_of_another_architecture_refuses_sm_90a_code(monkeypatch) -> None:
     monkeypatch.setattr(nvrtc, "compiler_available", lambda: True)
     monkeypatch.setattr(driver, "device_arch", lambda index=0: "sm_80")
     made = device_artifact(tw.lower(_kernel(), "cuda"), generate_cuda, "cuda", "cuda")
-    with pytest.raises(ValueError, match="sm_90a only .* the GPU .* is sm_80"):
+    with pytest.raises(ValueError, match=r"sm_90a only .* the GPU .* is sm_80"):
         compilers.compile_cubin(made, tw.target.Target("cuda"))
 
 

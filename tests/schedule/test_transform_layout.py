@@ -130,3 +130,28 @@ def test_what_transform_layout_refuses() -> None:
         lambda: sch.transform_layout("B", ("write", 0), lambda i, j: (j + 1, i)),
         "is not one dimension counted from 0",
     )
+
+
+@T.prim_func
+def viewed(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((16,))
+    for i in range(16):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi]
+    with T.block("C"):
+        T.reads(B[0:16])
+        T.writes(C[0:16])
+        Bv = T.match_buffer(B[0:16], (16,))
+        for i in range(16):
+            C[i] = Bv[i]
+
+
+def test_a_buffer_viewed_through_match_buffer_keeps_its_layout() -> None:
+    sch = Schedule(viewed)
+    error = check_refused(
+        sch,
+        lambda: sch.transform_layout("B", "B", lambda i: (i // 4, i % 4)),
+        "block 'C' views buffer 'B' through match_buffer",
+    )
+    assert error.rule == "match-buffer"

@@ -140,10 +140,49 @@ def test_what_padding_needs() -> None:
     check_refused(
         sch,
         lambda: sch.transform_layout("B", "B", split, pad_value=lambda i, j: other[i]),
-        "pad_value",
+        r"an index map holds only .* not C\[i\]",
     )
     check_refused(
         sch,
         lambda: sch.transform_layout("B", "B", split, pad_value=lambda i, j: (i, j)),
         "must take the 2 new indices and give one value",
     )
+
+
+@T.prim_func
+def fused(A: T.Buffer((14, 6), "float32"), C: T.Buffer((14, 6), "float32")):
+    B = T.alloc_buffer((14, 6))
+    for i in range(14):
+        for ax0 in range(6):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, ax0])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+        for j in range(6):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+@T.prim_func
+def fused_padded(A: T.Buffer((14, 6), "float32"), C: T.Buffer((14, 6), "float32")):
+    B = T.alloc_buffer((4, 6, 4))
+    for i in range(14):
+        for ax0 in range(6):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, ax0])
+                B[vi // 4, vj, vi % 4] = A[vi, vj] * T.float32(2)
+        for j in range(6):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = B[vi // 4, vj, vi % 4] + T.float32(1)
+    for ax0, ax1, ax2 in T.grid(4, 6, 4):
+        with T.block("B_padding"):
+            v0, v1, v2 = T.axis.remap("SSS", [ax0, ax1, ax2])
+            T.where(ax0 * 4 + ax2 >= 14)
+            B[v0, v1, v2] = T.float32(0)
+
+
+def test_a_producer_computed_at_its_consumer_is_followed_at_the_top_level() -> None:
+    sch = Schedule(fused)
+    sch.transform_layout("B", "B", lambda i, j: (i // 4, j, i % 4), pad_value=0.0)
+    check_schedule(sch, fused, fused_padded)

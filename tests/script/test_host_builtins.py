@@ -101,7 +101,6 @@ def test_realize_of_part_of_a_buffer_is_refused():
         ("call_cpacked", r"T\.call_cpacked is part of TVM's packed-function ABI"),
         ("call_llvm_intrinsics", r"T\.call_llvm_pure_intrin is an LLVM intrinsic"),
         ("packed_call_abi", r"T\.tvm_stack_alloca is part of TVM's packed-function ABI"),
-        ("float8_casts", r"float8_e4m3fn has no C type"),
     ],
 )
 def test_host_builtins_are_refused_at_build(case, message):
@@ -127,7 +126,7 @@ def test_float8_dtypes_are_named_as_tvm_and_ml_dtypes_name_them():
     for name in ("float8_e4m3fn", "float8_e5m2"):
         dtype = DataType.parse(name)
         assert str(dtype) == name == np.dtype(getattr(ml_dtypes, name)).name
-        assert (dtype.bits, dtype.bytes, dtype.is_float8, dtype.is_float) == (8, 1, True, False)
+        assert (dtype.bits, dtype.bytes, dtype.is_float8, dtype.is_float) == (8, 1, True, True)
         assert str(DataType.parse(f"{name}x4")) == f"{name}x4"
         assert getattr(T, name).type == dtype
     assert str(T.float8_e4m3fn(0.5)) == "T.float8_e4m3fn(0.5)"
@@ -137,3 +136,49 @@ def test_float8_dtypes_are_named_as_tvm_and_ml_dtypes_name_them():
 def test_isnullptr_takes_a_handle():
     with pytest.raises(TypeError, match=r"T\.isnullptr: expected a handle"):
         T.isnullptr(T.int32(1))
+
+
+def test_realize_of_a_parameter_allocates_nothing():
+    func = parse(
+        "@T.prim_func\n"
+        "def f(A: T.Buffer((8,), 'float32')):\n"
+        "    with T.realize(A[0:8], ''):\n"
+        "        for i in range(8):\n"
+        "            A[i] = A[i] + T.float32(1)\n"
+    )
+    a = np.zeros(8, "float32")
+    tw.build(func, target="c")["main"](a)
+    np.testing.assert_array_equal(a, 1)
+
+
+def test_allocate_const_needs_a_name_at_the_users_line():
+    from tilewright.script.parser.errors import ParseError
+
+    with pytest.raises(ParseError, match=r"line 5, column 5: T\.allocate_const: expected one name"):
+        parse("@T.prim_func\ndef f():\n    T.allocate_const([1], 'int32', [1])\n")
+
+
+@pytest.mark.parametrize(
+    "name", ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"]
+)
+def test_float8_conversions_in_c_match_ml_dtypes_bit_for_bit(name):
+    special = [0.0, -0.0, 448, 464, 465, 480, 57344, 61440, 61441, np.inf, np.nan, 1e-9]
+    small = [0.0019, 240, 241, 247, 248, 7.62939e-06, 1.52588e-05, 2.0**-10, 2.0**-11, 1.5 * 2**-11]
+    rng = np.random.default_rng(7)
+    scaled = rng.normal(0, 1, 500) * 2.0 ** rng.integers(-20, 20, 500)
+    x = np.concatenate([special, small, scaled]).astype("float32")
+    x = np.concatenate([x, -x])
+    n = len(x)
+    func = parse(
+        "@T.prim_func\n"
+        f"def f(X: T.Buffer(({n},), 'float32'), Y: T.Buffer(({n},), '{name}'),"
+        f" Z: T.Buffer(({n},), 'float32')):\n"
+        f"    for i in range({n}):\n"
+        f"        Y[i] = T.Cast('{name}', X[i])\n"
+        "        Z[i] = T.Cast('float32', Y[i])\n"
+    )
+    y, z = np.zeros(n, name), np.zeros(n, "float32")
+    tw.build(func, target="c")["main"](x, y, z)
+    want = x.astype(name)
+    np.testing.assert_array_equal(y.view("uint8"), want.view("uint8"))
+    np.testing.assert_array_equal(z, want.astype("float32"))

@@ -32,7 +32,6 @@ from tilewright.transform.inject_thread_sync import is_sync
 from .gpu_programs import REFERENCES, load
 
 GPU_STAGES = [
-    "lower_buffer_realize",
     "verify_bounds",
     "lower_cross_thread_reduction",
     "lower_init_block",

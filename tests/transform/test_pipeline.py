@@ -36,7 +36,6 @@ from .programs import (
 )
 
 STAGE_NAMES = [
-    "lower_buffer_realize",
     "verify_bounds",
     "lower_init_block",
     "collect_storage_align",

@@ -120,6 +120,11 @@ class DivModRules:
             inner_c = pos_const(single[0].b)
             if inner_c is not None:
                 return self.floordiv_const(single[0].a, inner_c * c)
+        if single is not None and single[1] == 1 and isinstance(single[0], FloorMod):
+            # TVM's canonical form: x % (c * m) // c is x // c % m.
+            inner_c = pos_const(single[0].b)
+            if inner_c is not None and inner_c % c == 0:
+                return self.floormod_const(self.floordiv_const(single[0].a, c), inner_c // c)
         g = _content(form, c)
         if form.const == 0 and g > 1:
             return self.floordiv_const(build(form.scaled_down(g)), c // g)

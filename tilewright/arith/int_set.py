@@ -6,11 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tilewright.arith.const_int_bound import NEG_INF, POS_INF
 from tilewright.arith.linear_form import same
 from tilewright.ir import op
 from tilewright.ir.expr import (
     Add,
     BinaryOp,
+    Call,
     Cast,
     CmpOp,
     Div,
@@ -303,6 +305,36 @@ class _SetEvaluator:
             _lift(lambda x: op.cast(x, dst), v.max_value),
         )
 
+    def _Call(self, e: Call) -> IntervalSet:
+        """``a ^ b`` and ``a | b`` with ``0 <= b < 2**m`` change only the low ``m`` bits of
+        ``a`` (in two's complement, whatever its sign): the result stays in ``a``'s aligned
+        blocks of ``2**m``. ``a & b`` with ``b >= 0`` lies in ``[0, b]``. (XOR swizzles of
+        shared-memory tiles: a tile's region stays the tile.)"""
+        name = e.op.removeprefix("tir.")
+        if name not in ("bitwise_xor", "bitwise_or", "bitwise_and") or len(e.args) != 2:
+            return IntervalSet.everything()
+        for big, small in (e.args, e.args[::-1]):
+            span = self._constant_span(small)
+            if span is None or span[0] < 0:
+                continue
+            if name == "bitwise_and":
+                return IntervalSet.interval(0, span[1])
+            block = 1 << span[1].bit_length()
+            a = self(big)
+            low = None if a.min_value is None else _aligned(a.min_value, block, 0)
+            high = None if a.max_value is None else _aligned(a.max_value, block, block - 1)
+            return IntervalSet(low, high)
+        return IntervalSet.everything()
+
+    def _constant_span(self, e: PrimExpr) -> tuple[int, int] | None:
+        s = self(e)
+        if isinstance(s.min_value, IntImm) and isinstance(s.max_value, IntImm):
+            return s.min_value.value, s.max_value.value
+        bound = self.ana.const_int_bound(e)
+        if bound.min_value == NEG_INF or bound.max_value == POS_INF:
+            return None
+        return bound.min_value, bound.max_value
+
     def _Let(self, e: Let) -> IntervalSet:
         saved = self.sets.get(e.var)
         self.sets[e.var] = self(e.value)
@@ -313,6 +345,11 @@ class _SetEvaluator:
                 del self.sets[e.var]
             else:
                 self.sets[e.var] = saved
+
+
+def _aligned(x: PrimExpr, block: int, offset: int) -> PrimExpr:
+    """The start of ``x``'s aligned block of ``block`` integers, plus ``offset``."""
+    return op.add(op.mul(op.floordiv(x, block), block), offset)
 
 
 def _lift(fn, *ends: Bound) -> Bound:

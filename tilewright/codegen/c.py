@@ -4,7 +4,8 @@ Buffers are restrict pointers, parallel loops use OpenMP, vectorized loops carry
 ``#pragma GCC ivdep`` so that the C compiler vectorizes them, and a vector statement (a
 ``Ramp`` index, a ``Broadcast`` value) becomes GCC vector-extension code (``c_vector``) or,
 for what that does not cover, a short loop over its lanes. float16 and
-bfloat16 are stored as ``uint16_t`` and computed in ``float``, rounded after each operation.
+bfloat16 are stored as ``uint16_t``, the 8-bit floats as ``uint8_t`` (``c_float8``), and all of
+them computed in ``float``, rounded after each operation.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import ClassVar
 import ml_dtypes
 import numpy as np
 
-from tilewright.codegen import c_builtins
+from tilewright.codegen import c_builtins, c_float8
 from tilewright.codegen.c_like import C_KEYWORDS, CLikePrinter, CodegenError, Emitter, Expr
 from tilewright.codegen.c_vector import VectorWriter
 from tilewright.codegen.signature import FuncSignature, func_signature, symbolic_vars
@@ -28,11 +29,9 @@ from tilewright.ir.stmt import (
     AllocateConst,
     AssertStmt,
     AttrStmt,
-    BufferRealize,
     BufferStore,
     For,
     ForKind,
-    Prefetch,
 )
 
 # Stack arrays up to this size; larger or symbolic allocations go to the heap.
@@ -106,6 +105,10 @@ QUAL uint16_t tw_f32_to_bf16(float f) {
     ),
 }
 
+_FLOAT8_HELPERS = {
+    key: text for name in c_float8.FORMATS for key, text in c_float8.helpers(name).items()
+}
+
 
 class CPrinter(CLikePrinter):
     """The C printer: OpenMP and GCC pragmas for loop kinds, half precision in software."""
@@ -115,8 +118,13 @@ class CPrinter(CLikePrinter):
         **CLikePrinter.value_types,
         "float16": "float",
         "bfloat16": "float",
+        **dict.fromkeys(c_float8.FORMATS, "float"),
     }
-    storage_types: ClassVar[dict[str, str]] = {"float16": "uint16_t", "bfloat16": "uint16_t"}
+    storage_types: ClassVar[dict[str, str]] = {
+        "float16": "uint16_t",
+        "bfloat16": "uint16_t",
+        **dict.fromkeys(c_float8.FORMATS, "uint8_t"),
+    }
     emitters: ClassVar[dict[Intrinsic, Emitter]] = {**CLikePrinter.emitters, **c_builtins.EMITTERS}
 
     def __init__(self) -> None:
@@ -127,13 +135,16 @@ class CPrinter(CLikePrinter):
     # ---- half precision --------------------------------------------------------------------
 
     def _half(self, dtype: DataType) -> str | None:
+        """The helper suffix of a type stored narrower than its ``float`` value, else None."""
+        if dtype.is_float8:
+            return c_float8.FORMATS[str(dtype.element)].suffix
         if dtype.bits != 16 or not dtype.is_float:
             return None
         return "f16" if dtype.code == "float" else "bf16"
 
     def _need(self, *names: str) -> None:
         for name in names:
-            self.helper(name, _HALF_HELPERS[name])
+            self.helper(name, _HALF_HELPERS.get(name) or _FLOAT8_HELPERS[name])
 
     def load_value(self, text: str, dtype: DataType) -> Expr:
         half = self._half(dtype)
@@ -321,27 +332,13 @@ class CPrinter(CLikePrinter):
 
     def const_element(self, value: int | float, dtype: DataType) -> str:
         """One element of a constant array as a C constant of its storage type."""
+        if dtype.is_float8:  # the bits of the 8-bit value
+            narrow = np.array(value).astype(getattr(ml_dtypes, str(dtype.element)))
+            return f"0x{int(narrow.view(np.uint8)):02x}u"
         if self._half(dtype) is not None:  # the bits of the half-precision value
             half = np.float16 if dtype.code == "float" else ml_dtypes.bfloat16
             return f"0x{int(np.array(value, half).view(np.uint16)):04x}u"
         return self.expr_text(op.const(value, dtype))
-
-    def stmt_Prefetch(self, s: Prefetch) -> None:
-        pass  # a hint only; the C compiler's prefetching is left to it
-
-    def stmt_BufferRealize(self, s: BufferRealize) -> None:
-        raise CodegenError(
-            f"{self.func_name}: T.realize of {s.buffer.name} (TVM's pre-schedule stage IR) "
-            "is not lowered; lower it with tw.lower, or declare the buffer with T.alloc_buffer"
-        )
-
-    def value_type(self, dtype: DataType) -> str:
-        if dtype.is_float8:
-            raise CodegenError(
-                f"{self.func_name}: {dtype.element} has no C type: the c target neither "
-                "stores nor computes 8-bit floats (cast to float16 or float32 first)"
-            )
-        return super().value_type(dtype)
 
     def stmt_AssertStmt(self, s: AssertStmt) -> None:
         if self.in_parallel:

@@ -60,13 +60,16 @@ from tilewright.ir import (
 from tilewright.ir.dtype import int32
 from tilewright.ir.intrinsics import Intrinsic
 from tilewright.ir.stmt import (
+    AllocateConst,
     AttrStmt,
+    BufferRealize,
     BufferStore,
     DeclBuffer,
     Evaluate,
     For,
     IfThenElse,
     LetStmt,
+    Prefetch,
     SeqStmt,
     Stmt,
     While,
@@ -330,6 +333,8 @@ class CLikePrinter:
         if dt.bits == 16:  # the constant as the half type holds it
             half = np.float16 if dt.code == "float" else ml_dtypes.bfloat16
             value = float(np.array(value).astype(half))
+        elif dt.is_float8:
+            value = float(np.array(value).astype(getattr(ml_dtypes, str(dt.element))))
         text = str(np.float32(value)) if single else repr(float(value))
         if "e" not in text and "." not in text:
             text += ".0"
@@ -346,7 +351,7 @@ class CLikePrinter:
             raise self.vector_error(e)
         text = f"({self.value_type(e.dtype)}){self.operand(e.value, PREC_UNARY)}"
         out = Expr(text, PREC_UNARY)
-        if e.dtype.is_float and e.dtype.bits == 16:
+        if e.dtype.is_float and (e.dtype.bits == 16 or e.dtype.is_float8):
             return self.round_value(out, e.dtype)
         return out
 
@@ -587,6 +592,21 @@ class CLikePrinter:
                 statement(self, s.value)
                 return
         self.emit(f"{self.expr_text(s.value)};")
+
+    def stmt_Prefetch(self, s: Prefetch) -> None:
+        pass  # a hint only; prefetching is left to the compiler and the hardware
+
+    def stmt_BufferRealize(self, s: BufferRealize) -> None:
+        raise CodegenError(
+            f"{self.func_name}: T.realize of {s.buffer.name} (TVM's pre-schedule stage IR) is "
+            "not lowered; build with tw.build, or declare the buffer with T.alloc_buffer"
+        )
+
+    def stmt_AllocateConst(self, s: AllocateConst) -> None:
+        raise CodegenError(
+            f"{self.func_name}: the {self.target_name} target has no constant buffers "
+            f"(T.allocate_const {s.buffer.name}); pass the values as a parameter buffer"
+        )
 
     def stmt_DeclBuffer(self, s: DeclBuffer) -> None:
         # A view of storage that exists: accesses name its data variable already.

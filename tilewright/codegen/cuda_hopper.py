@@ -13,7 +13,7 @@ Example (what ``T.evaluate(T.call_intrin("int32", "tw.cuda.wgmma_fence"))`` prin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import TYPE_CHECKING, cast
 
 from tilewright.codegen.c_like import PREC_ADD, CodegenError, Emitter, Expr, StatementEmitter
 from tilewright.ir import Call, IntImm, PrimExpr, StringImm

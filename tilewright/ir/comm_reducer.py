@@ -58,6 +58,8 @@ def identity_of(kind: str, dt: DataType) -> PrimExpr:
         return op.const(0, dt)
     if kind == "prod":
         return op.const(1, dt)
+    if dt.is_float8 and "fn" in dt.code:  # no infinities: the finite extremes
+        return op.dtype_min(dt) if kind == "max" else op.dtype_max(dt)
     if dt.is_float:
         return op.const(float("-inf") if kind == "max" else float("inf"), dt)
     if dt.is_uint:

@@ -61,13 +61,13 @@ class DataType:
 
     @property
     def is_float(self) -> bool:
-        """True for float16/32/64 and bfloat16."""
-        return self.code in ("float", "bfloat")
+        """True for float16/32/64, bfloat16 and the 8-bit float formats."""
+        return self.code in ("float", "bfloat") or self.code in FLOAT8_CODES
 
     @property
     def is_float8(self) -> bool:
-        """True for the 8-bit float formats (``float8_e4m3fn``, ``float8_e5m2``, ...); they
-        are not ``is_float``: no target computes in them, values are converted."""
+        """True for the 8-bit float formats (``float8_e4m3fn``, ``float8_e5m2``, ...), each a
+        type code of its own (targets store them as bytes and compute in a wider float)."""
         return self.code in FLOAT8_CODES
 
     @property

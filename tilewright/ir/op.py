@@ -51,7 +51,7 @@ def const(value: int | float | bool, dtype_: str | DataType | None = None) -> Pr
         else:
             dtype_ = float32
     dt = dtype(dtype_)
-    if dt.is_float or dt.is_float8:
+    if dt.is_float:
         return FloatImm(float(value), dt)
     if isinstance(value, float) and not value.is_integer():
         raise ValueError(f"constant {value} cannot be represented as {dt}")
@@ -117,7 +117,7 @@ def cast(value: Operand, target: str | DataType) -> PrimExpr:
     if x.dtype == dt:
         return x
     if isinstance(x, IntImm | FloatImm) and not dt.is_vector and not dt.is_handle:
-        if dt.is_float or dt.is_float8:
+        if dt.is_float:
             return FloatImm(float(x.value), dt)
         if dt.is_bool:
             return IntImm(int(bool(x.value)), dt)
@@ -246,7 +246,11 @@ def _limit(dtype: DataType | str, smallest: bool) -> PrimExpr:
     if dt.is_bool:
         return IntImm(0 if smallest else 1, dt)
     if dt.is_float:
-        if dt.code == "bfloat":
+        if dt.is_float8:
+            import ml_dtypes
+
+            largest = float(ml_dtypes.finfo(getattr(ml_dtypes, str(dt.element))).max)
+        elif dt.code == "bfloat":
             largest = 3.3895313892515355e38  # (2 - 2**-7) * 2**127
         else:
             largest = float(np.finfo(np.dtype(f"float{dt.bits}")).max)

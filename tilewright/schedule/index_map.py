@@ -89,6 +89,11 @@ class IndexMap:
         final = [op.convert(x, int32) if isinstance(x, int) else x for x in items]
         if not all(isinstance(x, PrimExpr) for x in final):
             raise TypeError(f"index map {func!r} must return integer expressions, got {result!r}")
+        if any(x.dtype.is_bool for x in final):
+            raise TypeError(
+                f"index map {func!r} returns a condition: on expressions `&`, `|` and `~` are "
+                "logical; write j % 8 or T.bitwise_and(j, 7), or give the map as text"
+            )
         return IndexMap(variables, final)
 
     @staticmethod
@@ -150,15 +155,16 @@ def _text(e: PrimExpr, outer: int = 0, right: bool = False) -> str:
         return e.name
     if isinstance(e, IntImm):
         return str(e.value) if e.value >= 0 or outer == 0 else f"({e.value})"
+    operands: tuple[PrimExpr, ...] = ()
+    entry = None
     if isinstance(e, Call) and len(e.args) == 2:
-        entry = _BIT_SYMBOLS.get(e.op.removeprefix("tir."))
-        a, b = e.args
-    else:
-        entry = _SYMBOLS.get(type(e))
-        a, b = getattr(e, "a", None), getattr(e, "b", None)
-    if entry is None or a is None or b is None:
+        entry, operands = _BIT_SYMBOLS.get(e.op.removeprefix("tir.")), e.args
+    elif isinstance(e, Add | Sub | Mul | FloorDiv | FloorMod):
+        entry, operands = _SYMBOLS[type(e)], (e.a, e.b)
+    if entry is None:
         raise ValueError(f"an index map holds only + - * // % ^ & | << >> and constants, not {e!r}")
     symbol, prec = entry
+    a, b = operands
     text = f"{_text(a, prec)} {symbol} {_text(b, prec, right=True)}"
     return f"({text})" if prec < outer or (right and prec == outer) else text
 

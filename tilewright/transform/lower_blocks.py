@@ -25,6 +25,7 @@ from tilewright.ir import (
 )
 from tilewright.ir.dtype import bool_, int32
 from tilewright.transform.flatten_buffers import element_strides
+from tilewright.transform.lower_buffer_realize import lower_buffer_realize
 
 
 def lower_blocks(func: PrimFunc) -> PrimFunc:
@@ -34,7 +35,9 @@ def lower_blocks(func: PrimFunc) -> PrimFunc:
     (``T.where``) becomes an ``IfThenElse`` around the body; each ``alloc_buffer`` becomes an
     ``Allocate`` around it, at the block's position (the root block's at function level);
     ``match_buffer`` views are resolved into accesses of the source buffer. Reads, writes and
-    block annotations are dropped. Run ``lower_init_block`` first.
+    block annotations are dropped. TVM's stage IR goes first: a ``T.realize`` of a whole
+    buffer becomes an ``Allocate`` and ``T.prefetch`` is dropped (``lower_buffer_realize``).
+    Run ``lower_init_block`` first.
 
     Args:
         func: the function to lower.
@@ -48,6 +51,7 @@ def lower_blocks(func: PrimFunc) -> PrimFunc:
                 T.where(i_0 * 8 + i_1 < 14)
                 C[vi] = A[vi]
     """
+    func = lower_buffer_realize(func)
     return func.with_body(_BlockLowerer().visit(func.body))
 
 

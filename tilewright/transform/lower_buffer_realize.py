@@ -2,7 +2,8 @@
 
 TVM's stage IR (``with T.realize(B[0:16, 0:16], ""):``) realizes a buffer over a region for a
 body. A realize of the whole buffer from index 0 in the buffer's own scope is an allocation of
-that buffer; any other realize is refused with an error naming the buffer. A ``Prefetch`` is a
+that buffer (nothing, for a parameter's buffer); any other realize is refused with an error
+naming the buffer. A ``Prefetch`` is a
 hint and is dropped.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from tilewright.ir import (
     Allocate,
     AttrStmt,
+    Buffer,
     BufferRealize,
     Evaluate,
     IntImm,
@@ -54,13 +56,15 @@ def lower_buffer_realize(func: PrimFunc) -> PrimFunc:
     pre_order_visit(func.body, look)
     if not found:
         return func
-    return func.with_body(_Lowerer(func.name).visit(func.body))
+    params = {buffer for _, buffer in func.buffer_map}
+    return func.with_body(_Lowerer(func.name, params).visit(func.body))
 
 
 class _Lowerer(Mutator):
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, params: set[Buffer]) -> None:
         super().__init__()
         self.name = name
+        self.params = params  # a parameter's storage exists: its realize allocates nothing
 
     def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
         if s.key == "realize_scope" and isinstance(s.body, BufferRealize):
@@ -93,4 +97,5 @@ class _Lowerer(Mutator):
                 f"{self.name}: cannot lower T.realize of {buffer.name} with {problem}; "
                 "declare the buffer with T.alloc_buffer instead"
             )
-        return Allocate(buffer, self.visit(s.body))
+        body = self.visit(s.body)
+        return body if buffer in self.params else Allocate(buffer, body)

@@ -29,7 +29,6 @@ from tilewright.transform.inline_unit_loops import inline_unit_loops
 from tilewright.transform.instrument_bounds import instrument_bounds
 from tilewright.transform.lower_async_copy import lower_async_copy
 from tilewright.transform.lower_blocks import lower_blocks
-from tilewright.transform.lower_buffer_realize import lower_buffer_realize
 from tilewright.transform.lower_cross_thread_reduction import lower_cross_thread_reduction
 from tilewright.transform.lower_init_block import lower_init_block
 from tilewright.transform.lower_thread_allreduce import lower_thread_allreduce
@@ -145,10 +144,9 @@ def cpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
     Example::
 
         >>> [s.name for s in cpu_stages(Target("c"))][:2]
-        ['lower_buffer_realize', 'verify_bounds']
+        ['verify_bounds', 'lower_init_block']
     """
     return (
-        Stage("lower_buffer_realize", lower_buffer_realize),
         Stage("verify_bounds", verify_bounds),
         Stage("lower_init_block", lower_init_block),
         Stage("collect_storage_align", collect_storage_align),
@@ -189,7 +187,6 @@ def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         ['verify_gpu_code', 'split_host_device', 'verify_split']
     """
     return (
-        Stage("lower_buffer_realize", lower_buffer_realize),
         Stage("verify_bounds", verify_bounds),
         # A reduction over threadIdx-bound loops becomes an allreduce while blocks remain.
         Stage("lower_cross_thread_reduction", lower_cross_thread_reduction),

@@ -168,6 +168,33 @@ def float8_casts(
     A[0] = T.float8_e4m3fn(1.5)
 
 
+def _float8_casts(a, b, c):
+    c[:] = a.astype("float32") + b.astype("float32")
+    a[:] = (c * np.float32(0.5)).astype(a.dtype)
+    a[0] = 1.5
+
+
+@T.prim_func
+def float8_arithmetic(A: T.Buffer((16,), "float8_e5m2"), B: T.Buffer((16,), "float8_e5m2")):
+    for i in range(16):
+        B[i] = A[i] * A[i] + A[i] - T.float8_e5m2(0.75)
+
+
+def _float8_arithmetic(a, b):
+    b[:] = a * a + a - a.dtype.type(0.75)
+
+
+@T.prim_func
+def allocate_const_float8(C: T.Buffer((4,), "float32")):
+    F = T.allocate_const([0.1, 1.5, -3.3, 448.0], "float8_e4m3fn", [4])
+    for i in range(4):
+        C[i] = T.Cast("float32", F[i])
+
+
+def _allocate_const_float8(c):
+    c[:] = np.array([0.1, 1.5, -3.3, 448.0]).astype("float8_e4m3fn")
+
+
 @T.prim_func
 def call_cpacked(A: T.Buffer((8,), "float32"), n: T.int32):
     T.evaluate(T.call_cpacked("tvm_contrib_my_func", A.data, n))
@@ -205,7 +232,9 @@ CASES = [
     Case(isnullptr_guard, _isnullptr_guard),
     Case(call_pure_extern_libm, _call_pure_extern_libm),
     Case(call_extern_void, _call_extern_void),
-    Case(float8_casts),
+    Case(float8_casts, _float8_casts),
+    Case(float8_arithmetic, _float8_arithmetic),
+    Case(allocate_const_float8, _allocate_const_float8),
     Case(call_cpacked),
     Case(call_llvm_intrinsics),
     Case(packed_call_abi),

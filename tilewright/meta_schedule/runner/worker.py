@@ -156,9 +156,9 @@ def compare(
         return f"wrong result: buffer {name} has shape {actual.shape}, expected {expected.shape}"
     got, want = np.ascontiguousarray(actual).ravel(), np.ascontiguousarray(expected).ravel()
     floating = not np.issubdtype(got.dtype, np.integer) and got.dtype != np.bool_
-    if got.dtype == want.dtype and np.array_equal(got.view(np.uint8), want.view(np.uint8)):
-        if not floating or not np.isnan(got.astype(np.float32, copy=False)).any():
-            return None
+    identical = got.dtype == want.dtype and np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    if identical and not (floating and np.isnan(got.astype(np.float32, copy=False)).any()):
+        return None
     # float32 holds float16 and bfloat16 exactly, and float32 errors well enough for
     # tolerances of 1e-3; float64 and integers are compared in float64.
     exact = np.float32 if floating and got.dtype.itemsize <= 4 else np.float64

@@ -25,7 +25,7 @@ from tilewright.schedule.dataflow import param_buffers
 from tilewright.schedule.error import ScheduleError, register_rules
 from tilewright.schedule.index_map import IndexMap
 from tilewright.schedule.primitives import layout_padding
-from tilewright.schedule.primitives.caching import _allocated, _buffer
+from tilewright.schedule.primitives.caching import _buffer
 from tilewright.schedule.primitives.layout_padding import Padding, PadValue
 from tilewright.schedule.primitives.layout_swizzle import (
     MAX_POINTS,
@@ -41,6 +41,7 @@ register_rules(
             "the index map takes one index per dimension of the buffer (of constant extents, "
             "without explicit strides) and maps it one to one into a box counted from 0"
         ),
+        "match-buffer": "no block views the buffer (or is the buffer) through match_buffer",
         "injective-map": (
             f"an index map that is not affine (an XOR swizzle) is proved one to one by "
             f"evaluating it on the buffer's box, of at most {MAX_POINTS} elements; "
@@ -73,8 +74,6 @@ def transform_layout(
     regions = block.reads if kind == "read" else block.writes
     buffer = _buffer("transform_layout", site, regions, index, f"{kind}s")
     is_param = buffer in param_buffers(site.func)
-    if not is_param:
-        _allocated("transform_layout", site, buffer)
     shape, padding = _new_shape(site, buffer, index_map, assume_injective)
     if padding is not None and pad_value is None:
         raise ScheduleError(
@@ -201,7 +200,7 @@ def _evaluated_shape(
             ) from None
         lowest, shape = bounds
         images = None
-    else:
+    if images is not None:
         lowest, shape = list(images.lowest), list(images.shape)
     if images is not None and images.collision is not None:
         a, b, image = images.collision
@@ -218,7 +217,8 @@ def _evaluated_shape(
             "transform_layout",
             "pad-value",
             f"index map {index_map} leaves holes in the box {tuple(shape)} it maps buffer "
-            f"{buffer.name!r} into; padding layouts need an affine map",
+            f"{buffer.name!r} into; padding is supported for splits of dimensions by "
+            "constants only (an affine map, inverted on the box padded to their multiples)",
             site.func,
             site.node,
         )
@@ -234,7 +234,18 @@ def _const(value: object) -> int | None:
 def _refuse_views(site: Site, buffer: Buffer) -> None:
     for path in walk(site.func.body):
         node = path[-1]
-        if isinstance(node, Block) and any(m.source.buffer is buffer for m in node.match_buffers):
+        if not isinstance(node, Block):
+            continue
+        if any(m.buffer is buffer for m in node.match_buffers):
+            raise ScheduleError(
+                "transform_layout",
+                "match-buffer",
+                f"buffer {buffer.name!r} is a view (match_buffer of block {node.name!r}); "
+                "transform the buffer it views",
+                site.func,
+                node,
+            )
+        if any(m.source.buffer is buffer for m in node.match_buffers):
             raise ScheduleError(
                 "transform_layout",
                 "match-buffer",
@@ -286,9 +297,15 @@ class _Relayout(Mutator):
         for expr, size in zip(moved, self.new.shape):
             bounds = eval_set(self.analyzer.simplify(expr), dom, self.analyzer)
             low, high = bounds.min_value, bounds.max_value
-            if low is None or high is None:  # an XOR of a box: the whole dimension
-                ranges.append(Range(IntImm(0, int32), size))
-                continue
-            extent = self.analyzer.simplify(op.add(op.sub(high, low), 1))
-            ranges.append(Range(self.analyzer.simplify(low), extent))
+            if low is not None and high is not None:
+                extent = self.analyzer.simplify(op.add(op.sub(high, low), 1))
+                if isinstance(extent, IntImm) and not _covers(extent, size):
+                    ranges.append(Range(self.analyzer.simplify(low), extent))
+                    continue
+            # Unbounded, or bounded only symbolically (an XOR of a box): the whole dimension.
+            ranges.append(Range(IntImm(0, int32), size))
         return BufferRegion(self.new, tuple(ranges))
+
+
+def _covers(extent: IntImm, size: PrimExpr) -> bool:
+    return isinstance(size, IntImm) and extent.value >= size.value

@@ -109,9 +109,10 @@ def _divisor(index_map: IndexMap, var: Var) -> int:
     found = [1]
 
     def visit(node: object) -> None:
-        split = isinstance(node, FloorDiv | FloorMod) and isinstance(node.b, IntImm)
-        if split and node.b.value > 0 and set(collect_vars(node.a)) == {var}:  # type: ignore[attr-defined]
-            found.append(node.b.value)  # type: ignore[attr-defined]
+        if not isinstance(node, FloorDiv | FloorMod) or not isinstance(node.b, IntImm):
+            return
+        if node.b.value > 0 and set(collect_vars(node.a)) == {var}:
+            found.append(node.b.value)
 
     for e in index_map.final_indices:
         post_order_visit(e, visit)
@@ -140,7 +141,7 @@ def normalize_pad_value(buffer: Buffer, value: object, ndim: int) -> PadValue:
     if isinstance(value, IntImm | FloatImm):
         if value.dtype != dtype:
             raise _refuse(
-                f"pad_value {value!r} is a {value.dtype}; buffer {buffer.name!r} holds {dtype}"
+                f"pad_value {value!r} has dtype {value.dtype}; buffer {buffer.name!r} holds {dtype}"
             )
         value = value.value
     if isinstance(value, int | float):  # bool too
@@ -157,7 +158,7 @@ def normalize_pad_value(buffer: Buffer, value: object, ndim: int) -> PadValue:
         )
     if isinstance(value, str | IndexMap) or callable(value):
         try:
-            mapping = as_index_map(value, ndim)  # type: ignore[arg-type]
+            mapping = as_index_map(value, ndim)
         except (ValueError, TypeError) as err:
             raise _refuse(f"pad_value {value!r}: {err}") from None
         if len(mapping.final_indices) != 1 or len(mapping.initial_indices) != ndim:
@@ -193,8 +194,8 @@ def write_padding(
     if len(writers) == 1:
         nest = _row_major_nest(writers[0], old)
         if nest is not None:
-            name = writers[0][-1].block.name  # type: ignore[attr-defined]
-            (path,) = [p for p in _writers(func.body, new) if p[-1].block.name == name]  # type: ignore[attr-defined]
+            name = _block(writers[0]).name
+            (path,) = [p for p in _writers(func.body, new) if _block(p).name == name]
             return func.with_body(_rewrite_producer(path, len(nest), new, padding, value))
     return func.with_body(_padding_block(func.body, new, padding, value))
 
@@ -211,6 +212,12 @@ def _writers(body: Stmt, buffer: Buffer) -> list[Path]:
             if path[: realize + 1] not in found:
                 found.append(path[: realize + 1])
     return found
+
+
+def _block(path: Path) -> Block:
+    realize = path[-1]
+    assert isinstance(realize, BlockRealize)  # a path _writers found
+    return realize.block
 
 
 def _row_major_nest(path: Path, buffer: Buffer) -> list[For] | None:
@@ -237,27 +244,30 @@ def _row_major_nest(path: Path, buffer: Buffer) -> list[For] | None:
             return None
     if not (isinstance(realize.predicate, IntImm) and realize.predicate.value == 1):
         return None
-    loops = path[-1 - len(block.iter_vars) : -1]
+    loops = [s for s in path[-1 - len(block.iter_vars) : -1] if isinstance(s, For)]
     if len(loops) != len(block.iter_vars):
         return None
     for k, (loop, iv, bound) in enumerate(zip(loops, block.iter_vars, realize.iter_values)):
-        plain = isinstance(loop, For) and loop.kind is ForKind.SERIAL and not loop.annotations
-        if not plain or bound is not loop.loop_var or not _same_range(loop, iv):  # type: ignore[union-attr]
-            return None
+        plain = loop.kind is ForKind.SERIAL and not loop.annotations
         inner = loops[k + 1] if k + 1 < len(loops) else realize
-        if loop.body is not inner:  # type: ignore[union-attr]
+        if not plain or bound is not loop.loop_var or not _from_zero(loop, iv):
             return None
-    extents = [iv.dom.extent for iv in spatial]
-    if any(not isinstance(e, IntImm) or e.value != d.value for e, d in zip(extents, buffer.shape)):  # type: ignore[union-attr]
-        return None
-    return list(loops)  # type: ignore[arg-type]
+        if loop.body is not inner:
+            return None
+    for iv, dim in zip(spatial, buffer.shape):
+        if _const(iv.dom.extent) is None or _const(iv.dom.extent) != _const(dim):
+            return None
+    return loops
 
 
-def _same_range(loop: For, iv: IterVar) -> bool:
-    numbers = (loop.min, loop.extent, iv.dom.min, iv.dom.extent)
-    if not all(isinstance(x, IntImm) for x in numbers):
-        return False
-    return loop.min.value == iv.dom.min.value == 0 and loop.extent.value == iv.dom.extent.value  # type: ignore[union-attr]
+def _from_zero(loop: For, iv: IterVar) -> bool:
+    """The loop and the iterator both range over [0, the same constant)."""
+    extent = _const(loop.extent)
+    return (
+        _const(loop.min) == _const(iv.dom.min) == 0
+        and extent is not None
+        and extent == _const(iv.dom.extent)
+    )
 
 
 def _rewrite_producer(
@@ -270,7 +280,7 @@ def _rewrite_producer(
     block = realize.block
     spatial = [iv for iv in block.iter_vars if iv.kind is IterKind.SPATIAL]
     reduce_ivs = [iv for iv in block.iter_vars if iv.kind is not IterKind.SPATIAL]
-    shape = [int(e) for e in new.shape]  # type: ignore[call-overload]
+    shape = _shape(new)
     new_ivs = tuple(
         IterVar(v, Range(IntImm(0, int32), IntImm(e, int32)), IterKind.SPATIAL)
         for v, e in zip(padding.new_vars, shape)
@@ -309,21 +319,28 @@ def _rewrite_producer(
         stmt = update(lp, body=stmt)
     for var, e in reversed(list(zip(loop_vars, shape))):
         stmt = For(var, IntImm(0, int32), IntImm(e, int32), ForKind.SERIAL, stmt)
-    return rebuild(path[: -1 - depth + 1], stmt)
+    return rebuild(path[:-depth], stmt)  # in place of the outermost loop
+
+
+def _shape(buffer: Buffer) -> list[int]:
+    dims = [_const(e) for e in buffer.shape]
+    assert all(d is not None for d in dims)  # transform_layout gave it a constant shape
+    return [d for d in dims if d is not None]
 
 
 def _padding_block(body: Stmt, new: Buffer, padding: Padding, value: PadValue) -> Stmt:
     """``body`` with a block storing the pad value at the padding of ``new`` after the last
     top-level statement of its scope that writes ``new``."""
-    writers = _writers(body, new)
-    last = writers[-1]
-    owner = next(
-        (k for k, s in enumerate(last) if isinstance(s, Block) and new in s.alloc_buffers),
-        next(k for k, s in enumerate(last) if isinstance(s, Block)),
-    )
-    scope = last[owner]
-    assert isinstance(scope, Block)
-    shape = [int(e) for e in new.shape]  # type: ignore[call-overload]
+    stores = [p for p in walk(body) if isinstance(p[-1], BufferStore) and p[-1].buffer is new]
+    last = stores[-1]  # walk visits statements in program order
+    blocks = [k for k, s in enumerate(last) if isinstance(s, Block)]
+    # The scope that allocates the buffer (a parameter's: the root block).
+    owner = blocks[0]
+    for k in blocks:
+        scope = last[k]
+        if isinstance(scope, Block) and new in scope.alloc_buffers:
+            owner = k
+    shape = _shape(new)
     ivs = tuple(
         IterVar(v, Range(IntImm(0, int32), IntImm(e, int32)), IterKind.SPATIAL)
         for v, e in zip(padding.new_vars, shape)

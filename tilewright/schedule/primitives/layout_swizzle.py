@@ -8,6 +8,7 @@ map is evaluated on all of it with numpy and the images are compared.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,7 +60,7 @@ class Images:
 def enumerate_images(index_map: IndexMap, dims: list[int], check: bool = True) -> Images:
     """Evaluate ``index_map`` at every point of the box ``dims``; ``check=False`` (TVM's
     ``assume_injective_transform``) skips the search for two points with one image."""
-    total = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    total = math.prod(dims)
     if total > MAX_POINTS:
         raise Unprovable(
             f"the buffer has {total} elements, more than the {MAX_POINTS} the map is "
@@ -75,20 +76,20 @@ def enumerate_images(index_map: IndexMap, dims: list[int], check: bool = True) -
     shape = tuple(int(x.max()) + 1 if x.size else 1 for x in images)
     if any(low < 0 for low in lowest):
         return Images(shape, False, None, lowest)
-    flat = np.ravel_multi_index(images, shape) if images else np.zeros(total, np.int64)
     collision = None
     distinct = total
-    if check:
-        order = np.argsort(flat, kind="stable")
-        ranked = flat[order]
-        same = np.flatnonzero(ranked[1:] == ranked[:-1])
+    if check and images:
+        stacked = np.stack(images)
+        order = np.lexsort(stacked[::-1])  # rows of images in lexicographic order
+        ranked = stacked[:, order]
+        same = np.flatnonzero((ranked[:, 1:] == ranked[:, :-1]).all(axis=0))
         distinct = total - len(same)
         if len(same):
             a, b = order[same[0]], order[same[0] + 1]
             point = tuple(int(g[a]) for g in grids)
             other = tuple(int(g[b]) for g in grids)
             collision = (point, other, tuple(int(x[a]) for x in images))
-    fills = collision is None and distinct == int(np.prod(shape, dtype=np.int64))
+    fills = collision is None and distinct == math.prod(shape)
     return Images(shape, fills, collision, lowest)
 
 
@@ -99,7 +100,7 @@ def evaluate(expr: PrimExpr, env: dict[Var, np.ndarray]) -> np.ndarray:
             raise Unprovable(f"{expr.name} is not an index of the map")
         return env[expr]
     if isinstance(expr, IntImm):
-        return np.int64(expr.value)  # type: ignore[return-value]  # broadcasts as an array
+        return np.asarray(expr.value, dtype=np.int64)  # broadcasts against the grids
     if isinstance(expr, Call) and expr.op.removeprefix("tir.") in _BITS and len(expr.args) == 2:
         a, b = (evaluate(x, env) for x in expr.args)
         return _BITS[expr.op.removeprefix("tir.")](a, b)

@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Sequence
 from typing import cast
 
+from tilewright.arith.analyzer import Analyzer
 from tilewright.arith.iter_map import IterSum, detect_iter_map, is_affine
 from tilewright.ir import op
 from tilewright.ir.dtype import DataType, int32, int64
@@ -197,6 +198,7 @@ def fuse(sites: list[Site], preserve_unit_iters: bool = True) -> tuple[PrimFunc,
     total: PrimExpr = op.const(1, dtype)
     for e in extents:
         total = _times(total, e)
+    total = Analyzer().simplify(total)  # n * 128 * 128 is n * 16384, as TVM prints it
     mapping: dict[Var, PrimExpr] = {}
     below: PrimExpr = op.const(1, dtype)
     for f, e in reversed(list(zip(loops, extents))):

@@ -220,7 +220,7 @@ class DTypeConstructor:
             return op.cast(value, self.type)
         if self.type.is_vector:
             raise TypeError(f"T.{self.name} takes an expression; use T.Broadcast for a constant")
-        floating = self.type.is_float or self.type.is_float8
+        floating = self.type.is_float
         if isinstance(value, str):
             if not floating:
                 raise TypeError(f"T.{self.name} takes a number or an expression, found {value!r}")

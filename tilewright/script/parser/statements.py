@@ -154,7 +154,10 @@ class StatementParser(ExpressionEvaluator):
                 self._block(node, "T.block_attr").annotations.update(value.attrs)
             return None
         if isinstance(value, EnclosingDirective):
-            return Wrap(value.enclose(None)[1])
+            try:
+                return Wrap(value.enclose(None)[1])
+            except (TypeError, ValueError) as err:
+                raise self.error(node, str(err)) from None
         if isinstance(value, AttrFrame):
             # TVM prints `T.attr(node, key, value)` bare: the rest of the body is its body.
             frame = value
@@ -230,7 +233,10 @@ class StatementParser(ExpressionEvaluator):
             if target is not None and not isinstance(target, ast.Name):
                 raise self.error(target, "expected `with ... as name:` with a plain name")
             names = [target.id] if isinstance(target, ast.Name) else None
-            bound, make = frame.enclose(names)
+            try:
+                bound, make = frame.enclose(names)
+            except (TypeError, ValueError) as err:
+                raise self.error(node, str(err)) from None
             with self.scope.nested():
                 if isinstance(target, ast.Name):
                     self.scope.define(target.id, bound)

@@ -38,7 +38,7 @@ def const_values(data: object, dtype: DataType, where: str) -> tuple[int | float
             flat.append(item.value if isinstance(item, IntImm) else item)
 
     walk(values)
-    floating = dtype.is_float or dtype.is_float8
+    floating = dtype.is_float
     out: list[int | float] = []
     for v in flat:
         if not isinstance(v, int | float) or (isinstance(v, bool) and not dtype.is_bool):
