@@ -49,6 +49,7 @@ _SUBMODULES = (
 _NAMES = {
     "IRModule": ("tilewright.ir", "IRModule"),
     "build": ("tilewright.driver", "build"),
+    "compile": ("tilewright.driver", "build"),  # TVM's newer name for building a module
     "build_artifact": ("tilewright.driver", "build_artifact"),
     "build_lowered": ("tilewright.driver", "build_lowered"),
     "lower": ("tilewright.driver", "lower"),

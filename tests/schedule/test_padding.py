@@ -4,8 +4,10 @@ from the trace's Python and JSON, numerics), and what they refuse."""
 
 from __future__ import annotations
 
+import numpy as np
 from schedule_checks import check_refused, check_schedule
 
+import tilewright as tw
 from tilewright.script import tir as T
 from tilewright.tir import Schedule
 
@@ -183,3 +185,17 @@ def test_what_pad_einsum_refuses() -> None:
     assert error.rule == "pad-producer"
     params = Schedule(einsum_params)
     check_refused(params, lambda: params.pad_einsum("C", [0, 0, 1]), "not by an iterator")
+
+
+def test_decomposed_padding_builds_for_c_and_computes_the_padding() -> None:
+    # GCC 12 at -O3 -march=native miscompiled this guarded copy (if-converted vector loop);
+    # the C compiler flags keep the guard a branch.
+    sch = Schedule(pad2d)
+    _, j = sch.get_loops("P")
+    sch.decompose_padding("P", j)
+    a = np.random.default_rng(0).standard_normal((4, 6)).astype("float32")
+    want = np.zeros((6, 8), "float32")
+    want[1:5, 1:7] = a
+    b = np.full((6, 8), 7, "float32")
+    tw.build(sch.mod, target="c")(a, b)
+    np.testing.assert_array_equal(b, want)

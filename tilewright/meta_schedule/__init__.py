@@ -32,12 +32,37 @@ from tilewright.meta_schedule import (
     tir_integration,
 )
 from tilewright.meta_schedule.arg_info import ArgInfo, TensorInfo
+from tilewright.meta_schedule.builder import Builder
 from tilewright.meta_schedule.candidates import SampleReport, apply_postprocs, sample_candidates
+from tilewright.meta_schedule.cost_model import CostModel
+from tilewright.meta_schedule.database import Database
+from tilewright.meta_schedule.feature_extractor import FeatureExtractor
+from tilewright.meta_schedule.measure_callback import MeasureCallback
+from tilewright.meta_schedule.mutator import Mutator
+from tilewright.meta_schedule.postproc import Postproc
+from tilewright.meta_schedule.runner import Runner
+from tilewright.meta_schedule.schedule_rule import ScheduleRule
+from tilewright.meta_schedule.search_strategy import MeasureCandidate, SearchStrategy
+from tilewright.meta_schedule.space_generator import SpaceGenerator
+from tilewright.meta_schedule.task_scheduler import TaskScheduler
 from tilewright.meta_schedule.tune import TuneConfig, best_schedule, tune_tasks, tune_tir
 from tilewright.meta_schedule.tune_context import TuneContext
 
 __all__ = [
     "ArgInfo",
+    "Builder",
+    "CostModel",
+    "Database",
+    "FeatureExtractor",
+    "MeasureCallback",
+    "MeasureCandidate",
+    "Mutator",
+    "Postproc",
+    "Runner",
+    "ScheduleRule",
+    "SearchStrategy",
+    "SpaceGenerator",
+    "TaskScheduler",
     "SampleReport",
     "TensorInfo",
     "TuneConfig",

@@ -83,3 +83,7 @@ class RemoveBuildArtifact(MeasureCallback):
 
 def default_callbacks() -> list[MeasureCallback]:
     return [AddToDatabase(), RemoveBuildArtifact(), UpdateCostModel()]
+
+
+# TVM's subclassable spelling; the base class here is a Python class already.
+PyMeasureCallback = MeasureCallback

@@ -235,4 +235,13 @@ def create(name: str) -> SpaceGenerator:
     return GENERATORS[name]()
 
 
-__all__ = ["PostOrderApply", "ScheduleFn", "SpaceGenerator", "SpaceGeneratorUnion", "BlockRV"]
+PySpaceGenerator = SpaceGenerator  # TVM's subclassable spelling
+
+__all__ = [
+    "PySpaceGenerator",
+    "PostOrderApply",
+    "ScheduleFn",
+    "SpaceGenerator",
+    "SpaceGeneratorUnion",
+    "BlockRV",
+]

@@ -14,6 +14,7 @@ from typing import Any
 
 from tilewright.ir import *  # noqa: F403 - this namespace mirrors the IR's public names
 from tilewright.ir import PrimExpr, op
+from tilewright.ir import intrinsics as _intrinsics
 from tilewright.ir.op import (
     call,
     floordiv,
@@ -51,7 +52,36 @@ def _fold(combine: Any, conditions: tuple[object, ...], name: str) -> PrimExpr:
     return result
 
 
+def _math(name: str) -> Any:
+    def function(*args: object) -> PrimExpr:
+        return op.math_call(name, *args)  # type: ignore[arg-type]
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"``{name}`` of its arguments (TVM's ``tvm.tir.{name}``)."
+    return function
+
+
+# TVM's tir.exp, tir.sqrt, ...: one function per math intrinsic of the intrinsic table.
+for _name in (*_intrinsics.UNARY_MATH, *_intrinsics.BINARY_MATH):
+    globals()[_name] = _math(_name)
+
+
+def call_intrin(dtype: str, name: str, *args: object) -> PrimExpr:
+    """A call of the intrinsic ``name`` returning ``dtype`` (TVM's ``tvm.tir.call_intrin``).
+
+    Example: ``tw.tir.call_intrin("int32", "tw.cuda.wgmma_fence")``.
+    """
+    _intrinsics.lookup(name)  # KeyError naming close names when there is none
+    return op.call(name, *args, dtype_=dtype)  # type: ignore[arg-type]
+
+
+def call_extern(dtype: str, name: str, *args: object) -> PrimExpr:
+    """A call of the external function ``name`` (TVM's ``tvm.tir.call_extern``)."""
+    return op.call("call_extern", op.StringImm(name), *args, dtype_=dtype)  # type: ignore[arg-type]
+
+
 _LAZY = {
+    "build": ("tilewright.driver", "build"),
     "Schedule": ("tilewright.schedule", "Schedule"),
     "ScheduleError": ("tilewright.schedule", "ScheduleError"),
     "BlockRV": ("tilewright.schedule", "BlockRV"),

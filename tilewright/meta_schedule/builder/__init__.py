@@ -3,4 +3,7 @@
 from tilewright.meta_schedule.builder.builder import Builder, BuilderInput, BuilderResult
 from tilewright.meta_schedule.builder.local_builder import LocalBuilder
 
-__all__ = ["Builder", "BuilderInput", "BuilderResult", "LocalBuilder"]
+# TVM's subclassable spelling; the base class here is a Python class already.
+PyBuilder = Builder
+
+__all__ = ["PyBuilder", "Builder", "BuilderInput", "BuilderResult", "LocalBuilder"]

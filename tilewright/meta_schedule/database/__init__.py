@@ -7,5 +7,16 @@ files in a work directory and may be shared by several processes.
 from tilewright.meta_schedule.database.database import Database, TuningRecord, Workload
 from tilewright.meta_schedule.database.json_database import JSONDatabase
 from tilewright.meta_schedule.database.memory_database import MemoryDatabase
+from tilewright.meta_schedule.database.schedule_fn_database import ScheduleFnDatabase
+from tilewright.meta_schedule.database.union_database import OrderedUnionDatabase, UnionDatabase
 
-__all__ = ["Database", "JSONDatabase", "MemoryDatabase", "TuningRecord", "Workload"]
+__all__ = [
+    "Database",
+    "JSONDatabase",
+    "MemoryDatabase",
+    "OrderedUnionDatabase",
+    "ScheduleFnDatabase",
+    "TuningRecord",
+    "UnionDatabase",
+    "Workload",
+]

@@ -7,5 +7,14 @@ from tilewright.meta_schedule.feature_extractor.per_store_feature import (
     feature_names,
     per_store_features,
 )
+from tilewright.meta_schedule.feature_extractor.random_feature_extractor import (
+    RandomFeatureExtractor,
+)
 
-__all__ = ["FeatureExtractor", "PerStoreFeature", "feature_names", "per_store_features"]
+__all__ = [
+    "FeatureExtractor",
+    "PerStoreFeature",
+    "RandomFeatureExtractor",
+    "feature_names",
+    "per_store_features",
+]

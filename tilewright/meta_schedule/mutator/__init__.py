@@ -14,7 +14,11 @@ from tilewright.meta_schedule.mutator.mutate_tile_size import MutateTileSize
 from tilewright.meta_schedule.mutator.mutate_unroll import MutateUnroll
 from tilewright.meta_schedule.mutator.mutator import Mutator
 
+# TVM's subclassable spelling; the base class here is a Python class already.
+PyMutator = Mutator
+
 __all__ = [
+    "PyMutator",
     "MutateComputeLocation",
     "MutateParallel",
     "MutateThreadBinding",

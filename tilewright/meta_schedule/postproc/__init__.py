@@ -18,7 +18,11 @@ from tilewright.meta_schedule.postproc.rewrite_reduction_block import RewriteRed
 from tilewright.meta_schedule.postproc.rewrite_unbound_block import RewriteUnboundBlock
 from tilewright.meta_schedule.postproc.verify_gpu_code import VerifyGPUCode
 
+# TVM's subclassable spelling; the base class here is a Python class already.
+PyPostproc = Postproc
+
 __all__ = [
+    "PyPostproc",
     "DisallowDynamicLoop",
     "Postproc",
     "RewriteCooperativeFetch",

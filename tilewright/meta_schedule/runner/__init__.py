@@ -12,7 +12,11 @@ from tilewright.meta_schedule.runner.runner import (
     RunnerResult,
 )
 
+# TVM's subclassable spelling; the base class here is a Python class already.
+PyRunner = Runner
+
 __all__ = [
+    "PyRunner",
     "EvaluatorConfig",
     "LocalRunner",
     "ReferenceCheck",

@@ -20,7 +20,11 @@ from tilewright.meta_schedule.schedule_rule.parallel_vectorize_unroll import (
 from tilewright.meta_schedule.schedule_rule.random_compute_location import RandomComputeLocation
 from tilewright.meta_schedule.schedule_rule.rule import ApplyCustomRule, ScheduleRule
 
+# TVM's subclassable spelling; the base class here is a Python class already.
+PyScheduleRule = ScheduleRule
+
 __all__ = [
+    "PyScheduleRule",
     "AddRFactor",
     "ApplyCustomRule",
     "AutoBind",

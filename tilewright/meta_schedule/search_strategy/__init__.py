@@ -19,7 +19,11 @@ from tilewright.meta_schedule.search_strategy.search_strategy import (
     SearchStrategy,
 )
 
+# TVM's subclassable spelling; the base class here is a Python class already.
+PySearchStrategy = SearchStrategy
+
 __all__ = [
+    "PySearchStrategy",
     "EvolutionarySearch",
     "MeasureCandidate",
     "ReplayFunc",
