@@ -64,6 +64,8 @@ def test_target_cuda_helper() -> None:
         (ms.task_scheduler, "TaskScheduler", "PyTaskScheduler"),
         (ms.measure_callback, "MeasureCallback", "PyMeasureCallback"),
         (ms.space_generator, "SpaceGenerator", "PySpaceGenerator"),
+        (ms.database, "Database", "PyDatabase"),
+        (ms.feature_extractor, "FeatureExtractor", "PyFeatureExtractor"),
     ],
 )
 def test_meta_schedule_bases_and_their_py_spellings(module, base, alias) -> None:

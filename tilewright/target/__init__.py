@@ -4,8 +4,9 @@ from tilewright.target.tags import KINDS, TAGS, KindSpec, list_tags
 from tilewright.target.target import Target, TargetKind
 
 
-
-def cuda(model: str = "unknown", arch: str | None = None, options: list[str] | None = None) -> Target:
+def cuda(
+    model: str = "unknown", arch: str | None = None, options: list[str] | None = None
+) -> Target:
     """A CUDA target (TVM's ``tvm.target.cuda``): ``-arch`` when given, then ``options``.
 
     Example: ``tw.target.cuda(arch="sm_90")`` is ``Target("cuda -arch=sm_90")``.

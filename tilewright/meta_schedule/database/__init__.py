@@ -10,7 +10,11 @@ from tilewright.meta_schedule.database.memory_database import MemoryDatabase
 from tilewright.meta_schedule.database.schedule_fn_database import ScheduleFnDatabase
 from tilewright.meta_schedule.database.union_database import OrderedUnionDatabase, UnionDatabase
 
+# TVM's subclassable spelling; the base class here is a Python class already.
+PyDatabase = Database
+
 __all__ = [
+    "PyDatabase",
     "Database",
     "JSONDatabase",
     "MemoryDatabase",

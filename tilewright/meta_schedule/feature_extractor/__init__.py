@@ -11,7 +11,11 @@ from tilewright.meta_schedule.feature_extractor.random_feature_extractor import 
     RandomFeatureExtractor,
 )
 
+# TVM's subclassable spelling; the base class here is a Python class already.
+PyFeatureExtractor = FeatureExtractor
+
 __all__ = [
+    "PyFeatureExtractor",
     "FeatureExtractor",
     "PerStoreFeature",
     "RandomFeatureExtractor",

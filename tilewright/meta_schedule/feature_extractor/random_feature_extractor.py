@@ -37,7 +37,9 @@ class RandomFeatureExtractor(FeatureExtractor):
 
     def __init__(self, *, feature_size: int = 30, max_block_num: int = 5, seed: int = 0) -> None:
         if feature_size < 1:
-            raise ValueError(f"RandomFeatureExtractor: feature_size must be >= 1, got {feature_size}")
+            raise ValueError(
+                f"RandomFeatureExtractor: feature_size must be >= 1, got {feature_size}"
+            )
         if max_block_num < 1:
             raise ValueError(
                 f"RandomFeatureExtractor: max_block_num must be >= 1, got {max_block_num}"
