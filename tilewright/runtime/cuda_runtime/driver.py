@@ -76,6 +76,12 @@ def _error_name(driver: _Driver, result: object) -> str:
         return str(result)
 
 
+def enum(kind: str, member: str) -> object:
+    """The driver enum value ``kind.member`` (``enum("CUtensorMapSwizzle",
+    "CU_TENSOR_MAP_SWIZZLE_128B")``)."""
+    return getattr(getattr(_driver(), kind), member)
+
+
 def call(name: str, *args: object, kernel: str = "") -> tuple:
     """Call driver function ``name`` and return its outputs; raise ``CUDAError`` on failure.
 
