@@ -53,7 +53,7 @@ def test_let_is_a_lambda_and_floordiv_a_helper():
 
 def test_dynamic_shared_memory():
     src = generate_cuda(window_sum(scope="shared.dyn"))
-    assert "extern __shared__ __align__(16) unsigned char tw_dyn_shared[];" in src.text
+    assert "extern __shared__ __align__(1024) unsigned char tw_dyn_shared[];" in src.text
     assert "float* A_shared = (float*)tw_dyn_shared;" in src.text
     assert src.dyn_shared_bytes == {"main_kernel": 528}  # 520 rounded up to 16
 

@@ -322,11 +322,16 @@ class CUDAPrinter(HopperEmitters, DevicePrinter):
             return f"__shared__ __align__({align}) {ctype} {name}[{count}];"
         if scope != "shared.dyn":
             return super().declare_array(scope, ctype, name, count, buf)
-        offset = self.dyn_offset
+        # Each allocation starts at its alignment (16 bytes at least; up to 1024, what TMA's
+        # 128-byte swizzle needs) from a base aligned to 1024.
+        align = min(max(16, buf.align), 1024)
+        offset = -(-self.dyn_offset // align) * align
         size = count * buf.dtype.bytes
         self.dyn_offset = offset + (size + 15) // 16 * 16
         if not any(line.startswith("extern __shared__") for line in self.hoisted):
-            self.hoisted.insert(0, "extern __shared__ __align__(16) unsigned char tw_dyn_shared[];")
+            self.hoisted.insert(
+                0, "extern __shared__ __align__(1024) unsigned char tw_dyn_shared[];"
+            )
         place = "tw_dyn_shared" if offset == 0 else f"(tw_dyn_shared + {offset})"
         return f"{ctype}* {name} = ({ctype}*){place};"
 

@@ -203,4 +203,18 @@ ARCH_SPECIFIC: tuple[Intrinsic, ...] = (
     WGMMA_MMA_ASYNC_RS,
     SETMAXNREG,
 )
+# Accesses that go through the async proxy (TMA, wgmma) or are synchronisation objects
+# themselves (mbarriers): ordered by mbarriers and wgmma fences, never by __syncthreads, so
+# the barrier planner leaves them alone.
+ASYNC_PROXY: tuple[Intrinsic, ...] = (
+    TMA_LOAD,
+    TMA_STORE,
+    WGMMA_DESCRIPTOR,
+    WGMMA_MMA_ASYNC,
+    WGMMA_MMA_ASYNC_RS,
+    MBARRIER_INIT,
+    MBARRIER_ARRIVE,
+    MBARRIER_ARRIVE_EXPECT_TX,
+    MBARRIER_WAIT,
+)
 register(*HOPPER)

@@ -43,6 +43,7 @@ from tilewright.ir import (
     structural_equal,
     substitute,
 )
+from tilewright.ir import intrinsics_hopper
 from tilewright.ir.intrinsics import sync_threads
 
 
@@ -384,6 +385,8 @@ class _Planner:
             def visit_Call(self, call: Call) -> None:
                 if intrinsics.REGION_DATA.matches(call):
                     return  # its loads only name a region, which the caller records below
+                if intrinsics.is_call(call, *intrinsics_hopper.ASYNC_PROXY):
+                    return  # ordered by mbarriers and wgmma fences, not by barriers
                 self.generic_visit(call)
                 # A region an intrinsic reaches by address: any of its elements, from any
                 # thread (an index no analysis can prove private).

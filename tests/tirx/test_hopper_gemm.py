@@ -1,0 +1,65 @@
+"""The raw Hopper GEMM (TMA, mbarriers, wgmma, warp specialisation): its lowered kernel and
+CUDA, built for sm_90a; it runs on the H200 in benchmarks/gpu_hopper_gemm.py."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import tilewright as tw
+from tilewright.runtime.cuda_runtime import nvrtc
+from tilewright.tirx.hopper_gemm import hopper_gemm
+
+
+def _source(**kwargs) -> tw.artifact.Artifact:
+    from tilewright.codegen.artifacts import device_artifact
+    from tilewright.codegen.cuda import generate_cuda
+
+    func = hopper_gemm(512, 512, 1024, **kwargs)
+    return device_artifact(tw.lower(func, "cuda"), generate_cuda, "cuda", "cuda")
+
+
+def test_the_kernel_is_warp_specialised_and_pipelined() -> None:
+    artifact = _source()
+    text = artifact.source
+    assert artifact.arch == "sm_90a"
+    # One barrier, before the roles split: the rest is ordered by mbarriers.
+    assert text.count("__syncthreads()") == 1
+    assert "if (tx < 128) {" in text and "setmaxnreg.dec.sync.aligned.u32 40" in text
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in text
+    assert text.count("cp.async.bulk.tensor.2d.shared::cluster.global") == 2
+    assert text.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") == 4
+    # 4 stages of 128 x 64 float16 tiles of A and of Bt, 1024-byte aligned, then 8 barriers.
+    assert "half* Bs = (half*)(tw_dyn_shared + 65536);" in text
+    (kernel,) = artifact.kernels.values()
+    assert kernel.dyn_shared_bytes == 131072 + 64
+    # Stage ring: producers wait for the stage to empty (parity of the previous round).
+    assert "(kt / 4 + 1) % 2" in text and "kt_1 / 4 % 2" in text
+    # The descriptors step 16 elements (32 bytes) along k inside the swizzled rows.
+    offsets = re.findall(r"tw_wgmma_descriptor\(\(Bs \+ kt_1 % 4 \* 8192 \+ (\d+)\)", text)
+    assert offsets == ["16", "32", "48"]
+
+
+def test_bfloat16_and_a_wider_tile() -> None:
+    text = _source(in_dtype="bfloat16", out_dtype="float32", block_n=256).source
+    assert text.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16") == 4
+
+
+@pytest.mark.skipif(nvrtc.nvrtc_version() is None, reason="needs NVRTC")
+def test_it_compiles_for_sm_90a() -> None:
+    artifact = tw.build_artifact(hopper_gemm(256, 256, 256), target="cuda")
+    assert artifact.format == "cubin" and artifact.arch == "sm_90a"
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        ((500, 512, 512), {}, "not a multiple of the 128 x 128 x 64 tile"),
+        ((512, 512, 512), {"block_m": 64}, "block_m is 128"),
+        ((512, 512, 512), {"block_n": 100}, "multiple of 8 up to 256"),
+    ],
+)
+def test_sizes_it_cannot_take_are_refused(args, kwargs, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        hopper_gemm(*args, **kwargs)

@@ -1,0 +1,218 @@
+"""A warp-specialised Hopper GEMM written with the raw Hopper intrinsics: TMA loads completing
+on mbarriers, a multi-stage shared-memory ring with 128-byte swizzles, and ``wgmma`` reading
+both operands from shared memory through descriptors. It is the reference the tile layer's
+``Tx.copy_async`` (TMA) and ``Tx.gemm`` (wgmma) variants lower to (issue 14), and what
+``benchmarks/gpu_hopper_gemm.py`` measures.
+
+``C = A @ B.T``: A is M x K and Bt is N x K, both row-major (K contiguous, the layout wgmma
+reads without transposing), C is M x N. Each CTA computes a ``block_m x block_n`` tile with
+three warpgroups: warpgroup 0 is the producer (one elected thread issues the TMA copies of
+each k tile into the next free stage), warpgroups 1 and 2 are consumers (each multiplies
+``block_m / 2`` rows, ``m64nNk16`` wgmmas over the stage, then frees it). Stage ``s`` is full
+when ``full[s]`` completes (the copies' bytes arrived) and empty when ``empty[s]`` completes
+(both consumers arrived).
+
+The kernel reads the two tensor maps from global memory (``TA``, ``TB``: 128 bytes each, made
+by ``tilewright.runtime.cuda_runtime.tensor_map``) with boxes ``(block_m, 64)`` and
+``(block_n, 64)`` and 128-byte swizzles.
+
+Example::
+
+    func = hopper_gemm(4096, 4096, 4096)
+    f = tw.build(func, target="cuda")          # sm_90a
+    f(ta, tb, c)                                # ta, tb: tensor_map_array(...) of A and Bt
+"""
+
+from __future__ import annotations
+
+from typing import no_type_check
+
+from tilewright.ir import PrimFunc
+from tilewright.script import tir as T
+
+# wgmma's k step (16 elements) and the tile's k extent (64 elements: one 128-byte row).
+K_STEP = 16
+BLOCK_K = 64
+SWIZZLE_ROW_BYTES = 128
+SWIZZLE_ATOM_BYTES = 1024  # 8 rows of 128 bytes: the descriptor's stride between row groups
+
+
+def hopper_gemm(
+    m: int,
+    n: int,
+    k: int,
+    *,
+    block_m: int = 128,
+    block_n: int = 128,
+    stages: int = 4,
+    in_dtype: str = "float16",
+    out_dtype: str = "float16",
+) -> PrimFunc:
+    """The GEMM as a ``PrimFunc`` (module docstring); the sizes must divide the problem."""
+    if block_m != 128 or block_n % 8 or not 8 <= block_n <= 256:
+        raise ValueError(
+            "hopper_gemm: block_m is 128 (two consumer warpgroups of 64 rows) and block_n a "
+            "multiple of 8 up to 256"
+        )
+    if m % block_m or n % block_n or k % BLOCK_K:
+        raise ValueError(
+            f"hopper_gemm: {m} x {n} x {k} is not a multiple of the {block_m} x {block_n} x "
+            f"{BLOCK_K} tile (tails are not written yet)"
+        )
+    ab = {"float16": "f16", "bfloat16": "bf16"}[in_dtype]
+    a_tile, b_tile = block_m * BLOCK_K, block_n * BLOCK_K  # elements of one stage
+    tx_bytes = (a_tile + b_tile) * 2
+    k_tiles = k // BLOCK_K
+    tiles_n = n // block_n
+    acc_count = block_n // 2
+    half = block_m // 2
+
+    @T.prim_func
+    @no_type_check
+    def main(
+        TA: T.Buffer((128,), "uint8"),
+        TB: T.Buffer((128,), "uint8"),
+        C: T.Buffer((m, n), out_dtype),
+    ):
+        for bx in T.thread_binding((m // block_m) * tiles_n, thread="blockIdx.x"):
+            for tx in T.thread_binding(384, thread="threadIdx.x"):
+                with T.block("gemm"):
+                    T.reads(TA[0:128], TB[0:128])
+                    T.writes(C[0:m, 0:n])
+                    As = T.alloc_buffer(
+                        (stages * a_tile,), in_dtype, scope="shared.dyn", align=1024
+                    )
+                    Bs = T.alloc_buffer(
+                        (stages * b_tile,), in_dtype, scope="shared.dyn", align=1024
+                    )
+                    full = T.alloc_buffer((stages,), "uint64", scope="shared.dyn", align=8)
+                    empty = T.alloc_buffer((stages,), "uint64", scope="shared.dyn", align=8)
+                    acc = T.alloc_buffer((acc_count,), "float32", scope="local")
+                    if tx == 0:
+                        for s in range(stages):
+                            T.evaluate(
+                                T.call_intrin(
+                                    "int32", "tw.cuda.mbarrier_init", T.address_of(full[s]), 1
+                                )
+                            )
+                            T.evaluate(
+                                T.call_intrin(
+                                    "int32", "tw.cuda.mbarrier_init", T.address_of(empty[s]), 2
+                                )
+                            )
+                        T.evaluate(T.call_intrin("int32", "tw.cuda.fence_mbarrier_init"))
+                    T.evaluate(T.call_intrin("int32", "tw.sync_threads"))
+                    if tx < 128:
+                        # The producer: one thread issues every copy.
+                        T.evaluate(T.call_intrin("int32", "tw.cuda.setmaxnreg", 0, 40))
+                        if tx == 0:
+                            for kt in range(k_tiles):
+                                T.evaluate(
+                                    T.call_intrin(
+                                        "int32",
+                                        "tw.cuda.mbarrier_wait",
+                                        T.address_of(empty[kt % stages]),
+                                        (kt // stages + 1) % 2,
+                                    )
+                                )
+                                T.evaluate(
+                                    T.call_intrin(
+                                        "int32",
+                                        "tw.cuda.mbarrier_arrive_expect_tx",
+                                        T.address_of(full[kt % stages]),
+                                        tx_bytes,
+                                    )
+                                )
+                                T.evaluate(
+                                    T.call_intrin(
+                                        "int32",
+                                        "tw.cuda.tma_load",
+                                        As.access_ptr("w", offset=kt % stages * a_tile),
+                                        T.address_of(TA[0]),
+                                        T.address_of(full[kt % stages]),
+                                        kt * BLOCK_K,
+                                        bx // tiles_n * block_m,
+                                    )
+                                )
+                                T.evaluate(
+                                    T.call_intrin(
+                                        "int32",
+                                        "tw.cuda.tma_load",
+                                        Bs.access_ptr("w", offset=kt % stages * b_tile),
+                                        T.address_of(TB[0]),
+                                        T.address_of(full[kt % stages]),
+                                        kt * BLOCK_K,
+                                        bx % tiles_n * block_n,
+                                    )
+                                )
+                    else:
+                        # Consumers: warpgroup 1 rows [0, 64), warpgroup 2 rows [64, 128).
+                        T.evaluate(T.call_intrin("int32", "tw.cuda.setmaxnreg", 1, 232))
+                        for i in T.unroll(acc_count):
+                            acc[i] = T.float32(0)
+                        for kt in range(k_tiles):
+                            T.evaluate(
+                                T.call_intrin(
+                                    "int32",
+                                    "tw.cuda.mbarrier_wait",
+                                    T.address_of(full[kt % stages]),
+                                    kt // stages % 2,
+                                )
+                            )
+                            T.evaluate(T.call_intrin("int32", "tw.cuda.wgmma_fence"))
+                            for kk in T.unroll(BLOCK_K // K_STEP):
+                                T.evaluate(
+                                    T.call_intrin(
+                                        "int32",
+                                        "tw.cuda.wgmma_mma_async",
+                                        block_n,
+                                        ab,
+                                        T.call_intrin(
+                                            "uint64",
+                                            "tw.cuda.wgmma_descriptor",
+                                            As.access_ptr(
+                                                "r",
+                                                offset=kt % stages * a_tile
+                                                + (tx // 128 - 1) * half * BLOCK_K
+                                                + kk * K_STEP,
+                                            ),
+                                            16,
+                                            SWIZZLE_ATOM_BYTES,
+                                            SWIZZLE_ROW_BYTES,
+                                        ),
+                                        T.call_intrin(
+                                            "uint64",
+                                            "tw.cuda.wgmma_descriptor",
+                                            Bs.access_ptr(
+                                                "r", offset=kt % stages * b_tile + kk * K_STEP
+                                            ),
+                                            16,
+                                            SWIZZLE_ATOM_BYTES,
+                                            SWIZZLE_ROW_BYTES,
+                                        ),
+                                        T.address_of(acc[0]),
+                                        0,
+                                        1,
+                                        0,
+                                        0,
+                                    )
+                                )
+                            T.evaluate(T.call_intrin("int32", "tw.cuda.wgmma_commit_group"))
+                            T.evaluate(T.call_intrin("int32", "tw.cuda.wgmma_wait_group", 0))
+                            if tx % 128 == 0:
+                                T.evaluate(
+                                    T.call_intrin(
+                                        "int32",
+                                        "tw.cuda.mbarrier_arrive",
+                                        T.address_of(empty[kt % stages]),
+                                    )
+                                )
+                        for i in T.unroll(acc_count):
+                            row = T.meta_var(tx % 128 // 32 * 16 + tx % 32 // 4 + i // 2 % 2 * 8)
+                            col = T.meta_var(i // 4 * 8 + tx % 4 * 2 + i % 2)
+                            C[
+                                bx // tiles_n * block_m + (tx // 128 - 1) * half + row,
+                                bx % tiles_n * block_n + col,
+                            ] = T.cast(acc[i], out_dtype)
+
+    return main
