@@ -9,6 +9,7 @@ dimension otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tilewright.ir import op
@@ -17,6 +18,7 @@ from tilewright.ir.dtype import DataType, int32
 from tilewright.ir.expr import (
     Add,
     BufferLoad,
+    Call,
     FloorDiv,
     FloorMod,
     IntImm,
@@ -98,12 +100,30 @@ def linearize(expr: PrimExpr) -> Linear:
     return _atom(expr)
 
 
-def const_bounds(expr: PrimExpr, bounds: Bounds) -> tuple[int, int] | None:
-    """Constant ``(min, max)`` of an integer expression whose variables all have bounds."""
+_BIT_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right")
+
+
+def const_bounds(
+    expr: PrimExpr, bounds: Mapping[Var, tuple[int, int] | None]
+) -> tuple[int, int] | None:
+    """Constant ``(min, max)`` of an integer expression whose variables all have bounds
+    (``+ - * // % min max``, and the bit operations of non-negative values)."""
     if isinstance(expr, IntImm):
         return expr.value, expr.value
     if isinstance(expr, Var):
         return bounds.get(expr)
+    if isinstance(expr, Call) and expr.op.removeprefix("tir.") in _BIT_OPS and len(expr.args) == 2:
+        name = expr.op.removeprefix("tir.")
+        a, b = (const_bounds(x, bounds) for x in expr.args)
+        if a is None or b is None or a[0] < 0 or b[0] < 0:
+            return None
+        if name == "bitwise_and":
+            return 0, min(a[1], b[1])
+        if name in ("bitwise_xor", "bitwise_or"):
+            return 0, (1 << max(a[1], b[1]).bit_length()) - 1
+        if name == "shift_left":
+            return a[0] << b[0], a[1] << b[1]
+        return a[0] >> b[1], a[1] >> b[0]
     if isinstance(expr, Add | Sub | Mul | Min | Max | FloorDiv | FloorMod):
         a, b = const_bounds(expr.a, bounds), const_bounds(expr.b, bounds)
         if a is None or b is None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 from tilewright.ir.buffer import Buffer
 from tilewright.ir.stmt import Block
 from tilewright.schedule.dataflow import consumers_of, producers_of, scope_blocks, scope_path
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.index_map import IndexMap, as_index_map
+from tilewright.schedule.mixin import ScheduleMixin
 from tilewright.schedule.primitives import blockize as blockize_
 from tilewright.schedule.primitives import (
     caching,
@@ -26,8 +27,6 @@ from tilewright.schedule.reference import BlockRV, LoopRV
 from tilewright.schedule.tensor_intrin import TensorIntrin
 
 if TYPE_CHECKING:
-    from tilewright.schedule.instruction import Instruction, Ref
-    from tilewright.schedule.state import ScheduleState
     from tilewright.schedule.tree import Site
 
 BlockArg = BlockRV | str
@@ -68,28 +67,8 @@ def _scope(primitive: str, value: object) -> str:
     return value
 
 
-class BlockMethods:
+class BlockMethods(ScheduleMixin):
     """Mixed into ``Schedule``: every method checks, rewrites, commits and records."""
-
-    _state: ScheduleState
-    _insts: list[Instruction]
-
-    if TYPE_CHECKING:  # provided by Schedule, the class this one is mixed into
-
-        def _record(
-            self,
-            kind: str,
-            inputs: Sequence[object],
-            attrs: Sequence[object],
-            outputs: Sequence[Ref] = (),
-            decision: object = None,
-        ) -> None: ...
-
-        @overload
-        def _target(self, ref: BlockArg) -> BlockRV: ...
-        @overload
-        def _target(self, ref: LoopRV) -> LoopRV: ...
-        def _target(self, ref: BlockArg | LoopRV) -> BlockRV | LoopRV: ...
 
     def _block(self, block: BlockArg, primitive: str) -> tuple[BlockRV, Site]:
         target = self._target(block)

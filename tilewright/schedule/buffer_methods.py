@@ -6,7 +6,6 @@ in ``block_methods``)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from tilewright.ir.buffer import Buffer
 from tilewright.ir.dtype import dtype as as_dtype
@@ -14,16 +13,12 @@ from tilewright.schedule.block_methods import _buffer_index, _int
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.index_map import IndexMap, as_index_map
 from tilewright.schedule.instruction import InstructionKind, register_kinds
+from tilewright.schedule.mixin import ScheduleMixin
 from tilewright.schedule.primitives import axis_separator, block_layout, buffer_access, set_dtype
 from tilewright.schedule.primitives import padding as padding_
 from tilewright.schedule.primitives import rolling_buffer as rolling
 from tilewright.schedule.primitives.layout import buffer_spec
 from tilewright.schedule.reference import BlockRV, LoopRV
-
-if TYPE_CHECKING:
-    from tilewright.schedule.instruction import Instruction, Ref
-    from tilewright.schedule.state import ScheduleState
-    from tilewright.schedule.tree import Site
 
 BlockArg = BlockRV | str
 
@@ -41,24 +36,8 @@ register_kinds(
 )
 
 
-class BufferMethods:
+class BufferMethods(ScheduleMixin):
     """Mixed into ``Schedule``."""
-
-    _state: ScheduleState
-    _insts: list[Instruction]
-
-    if TYPE_CHECKING:  # provided by Schedule, the class this one is mixed into
-
-        def _record(
-            self,
-            kind: str,
-            inputs: Sequence[object],
-            attrs: Sequence[object],
-            outputs: Sequence[Ref] = (),
-            decision: object = None,
-        ) -> None: ...
-
-        def _block(self, block: BlockArg, primitive: str) -> tuple[BlockRV, Site]: ...
 
     def unsafe_set_dtype(
         self, block: BlockArg, buffer_index: int | str | Buffer, dtype: str

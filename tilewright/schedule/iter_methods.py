@@ -6,22 +6,17 @@ get_sref, mixed into ``Schedule`` (each method checks, rewrites, commits and rec
 from __future__ import annotations
 
 import numbers
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, overload
 
 from tilewright.ir.expr import IntImm
 from tilewright.ir.stmt import Block, For
 from tilewright.schedule.error import ScheduleError, register_rules
 from tilewright.schedule.instruction import InstructionKind, register_kinds
+from tilewright.schedule.mixin import ScheduleMixin
 from tilewright.schedule.primitives import block_iters, loop_partition, merge, partitioned_tile
 from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
 from tilewright.schedule.tree import Path
-
-if TYPE_CHECKING:
-    from tilewright.schedule.instruction import Instruction, Ref
-    from tilewright.schedule.state import ScheduleState
 
 BlockArg = BlockRV | str
 
@@ -86,31 +81,8 @@ def _int(primitive: str, name: str, value: object) -> int:
     return int(value)
 
 
-class IterMethods:
+class IterMethods(ScheduleMixin):
     """Mixed into ``Schedule``."""
-
-    _state: ScheduleState
-    _insts: list[Instruction]
-    _rng: random.Random
-
-    if TYPE_CHECKING:  # provided by Schedule, the class this one is mixed into
-
-        def _record(
-            self,
-            kind: str,
-            inputs: Sequence[object],
-            attrs: Sequence[object],
-            outputs: Sequence[Ref] = (),
-            decision: object = None,
-        ) -> None: ...
-
-        def _expr(self, ref: ExprRV, primitive: str) -> int: ...
-
-        @overload
-        def _target(self, ref: BlockArg) -> BlockRV: ...
-        @overload
-        def _target(self, ref: LoopRV) -> LoopRV: ...
-        def _target(self, ref: BlockArg | LoopRV) -> BlockRV | LoopRV: ...
 
     def reorder_block_iter_var(self, block: BlockArg, new_order: Sequence[int]) -> None:
         """Put the block's iterators (and their bindings) in ``new_order``: iterator ``k``

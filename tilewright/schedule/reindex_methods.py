@@ -4,7 +4,7 @@ checks, rewrites, commits and records, as in ``block_methods``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tilewright.ir.buffer import Buffer
@@ -12,6 +12,7 @@ from tilewright.schedule.block_methods import _buffer_index, _int, _scope
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.index_map import IndexMap, as_index_map
 from tilewright.schedule.instruction import InstructionKind, register_kinds
+from tilewright.schedule.mixin import ScheduleMixin
 from tilewright.schedule.primitives import cache_index as cache_index_
 from tilewright.schedule.primitives import cache_inplace as cache_inplace_
 from tilewright.schedule.primitives import reindex as reindex_
@@ -19,8 +20,6 @@ from tilewright.schedule.primitives import reindex_cache
 from tilewright.schedule.reference import BlockRV
 
 if TYPE_CHECKING:
-    from tilewright.schedule.instruction import Instruction, Ref
-    from tilewright.schedule.state import ScheduleState
     from tilewright.schedule.tree import Site
 
 BlockArg = BlockRV | str
@@ -45,24 +44,8 @@ register_kinds(
 )
 
 
-class ReindexMethods:
+class ReindexMethods(ScheduleMixin):
     """Mixed into ``Schedule``."""
-
-    _state: ScheduleState
-    _insts: list[Instruction]
-
-    if TYPE_CHECKING:  # provided by Schedule, the class this one is mixed into
-
-        def _record(
-            self,
-            kind: str,
-            inputs: Sequence[object],
-            attrs: Sequence[object],
-            outputs: Sequence[Ref] = (),
-            decision: object = None,
-        ) -> None: ...
-
-        def _block(self, block: BlockArg, primitive: str) -> tuple[BlockRV, Site]: ...
 
     def reindex(
         self, block: BlockArg, buffer: tuple[str, int] | list[object] | str | Buffer

@@ -9,43 +9,23 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from tilewright.ir.expr import IntImm
 from tilewright.schedule.dataflow import consumers_of, scope_blocks, scope_path
 from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.mixin import ScheduleMixin
 from tilewright.schedule.primitives import compute_location, get, inline
 from tilewright.schedule.primitives import sampling as sampling_
 from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
 from tilewright.schedule.tree import Site
-
-if TYPE_CHECKING:
-    from tilewright.schedule.instruction import Ref
-    from tilewright.schedule.state import ScheduleState
 
 BlockArg = BlockRV | str
 
 ROOT, INLINE = -1, -2  # compute-location decisions that are no loop
 
 
-class SamplingMethods:
+class SamplingMethods(ScheduleMixin):
     """Mixed into ``Schedule``: random choices drawn from the schedule's own generator."""
-
-    _state: ScheduleState
-    _rng: random.Random
-
-    if TYPE_CHECKING:  # provided by Schedule, the class this one is mixed into
-
-        def _record(
-            self,
-            kind: str,
-            inputs: Sequence[object],
-            attrs: Sequence[object],
-            outputs: Sequence[Ref] = (),
-            decision: object = None,
-        ) -> None: ...
-
-        def _target(self, ref: BlockArg) -> BlockRV: ...
 
     def seed(self, seed: int) -> None:
         """Reseed the schedule's generator: the same seed draws the same decisions."""

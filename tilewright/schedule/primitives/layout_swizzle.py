@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilewright.arith.region import const_bounds
 from tilewright.ir.expr import (
     Add,
     Call,
@@ -129,50 +130,9 @@ def image_bounds(index_map: IndexMap, dims: list[int]) -> tuple[list[int], list[
     env = {v: (0, e - 1) for v, e in zip(index_map.initial_indices, dims)}
     lowest, shape = [], []
     for e in index_map.final_indices:
-        span = _interval(e, env)
+        span = const_bounds(e, env)
         if span is None:
             return None
         lowest.append(span[0])
         shape.append(span[1] + 1)
     return lowest, shape
-
-
-def _interval(expr: PrimExpr, env: dict[Var, tuple[int, int]]) -> tuple[int, int] | None:
-    if isinstance(expr, Var):
-        return env.get(expr)
-    if isinstance(expr, IntImm):
-        return expr.value, expr.value
-    if isinstance(expr, Call) and expr.op.removeprefix("tir.") in _BITS and len(expr.args) == 2:
-        a, b = (_interval(x, env) for x in expr.args)
-        if a is None or b is None or a[0] < 0 or b[0] < 0:
-            return None
-        name = expr.op.removeprefix("tir.")
-        if name == "bitwise_and":
-            return 0, min(a[1], b[1])
-        if name in ("bitwise_xor", "bitwise_or"):
-            return 0, (1 << max(a[1], b[1]).bit_length()) - 1
-        if name == "shift_left":
-            return a[0] << b[0], a[1] << b[1]
-        return a[0] >> b[1], a[1] >> b[0]
-    if isinstance(expr, Add | Sub | Mul | FloorDiv | FloorMod | Min | Max):
-        a, b = _interval(expr.a, env), _interval(expr.b, env)
-        if a is None or b is None:
-            return None
-        if isinstance(expr, Add):
-            return a[0] + b[0], a[1] + b[1]
-        if isinstance(expr, Sub):
-            return a[0] - b[1], a[1] - b[0]
-        if isinstance(expr, Min | Max):
-            pick = min if isinstance(expr, Min) else max
-            return pick(a[0], b[0]), pick(a[1], b[1])
-        if isinstance(expr, Mul):
-            corners = [x * y for x in a for y in b]
-            return min(corners), max(corners)
-        if b[0] != b[1] or b[0] <= 0:
-            return None
-        if isinstance(expr, FloorDiv):
-            return a[0] // b[0], a[1] // b[0]
-        if a[1] - a[0] + 1 >= b[0] or a[0] % b[0] > a[1] % b[0]:
-            return 0, b[0] - 1
-        return a[0] % b[0], a[1] % b[0]
-    return None
