@@ -39,11 +39,11 @@ from tilewright.ir import (
     Visitor,
     collect_vars,
     intrinsics,
+    intrinsics_hopper,
     seq,
     structural_equal,
     substitute,
 )
-from tilewright.ir import intrinsics_hopper
 from tilewright.ir.intrinsics import sync_threads
 
 
