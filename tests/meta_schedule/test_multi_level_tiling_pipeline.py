@@ -84,3 +84,27 @@ def test_guarded_and_padded_fetches_become_predicated_copies():
     assert "@!p st.shared" in source and "@p cp.async" in source
     if nvrtc_version() is not None:
         compile_cuda(source, "sm_90", ["main_kernel"], "nvrtc")
+
+
+def test_the_best_hand_sgemm_configuration_is_in_the_space():
+    # benchmarks/gpu_sgemm_schedules.py's 64x64 block of 64 threads, 8x8 outputs a thread
+    # strided by 2x2 virtual threads, k tile 32, float4 fetches, unrolled: 0.92x cuBLAS on
+    # the H200. The tuner's CUDA space must hold it: these decisions replay and pass every
+    # postprocessor.
+    from tilewright.meta_schedule.candidates import replay_candidate
+    from tilewright.schedule import Schedule
+
+    w = WORKLOADS["matmul"]
+    mod = tw.IRModule({"main": w.func(m=4096, n=4096, k=4096)})
+    ctx = TuneContext(mod=mod, target="nvidia/h200", space_generator="post-order-apply")
+    (space,) = ctx.generate_design_space()
+    decisions = iter([[64, 2, 8, 1, 4], [64, 2, 8, 1, 4], [128, 8, 4], 3, 3, 3])
+    sch = Schedule(mod, seed=0)
+    reason = replay_candidate(
+        ctx, space.trace, sch, lambda inst, d: next(decisions) if inst.spec.sampling else d
+    )
+    assert reason is None
+    text = sch.mod.script()
+    assert 'T.thread_binding(64, thread="threadIdx.x")' in text
+    assert 'T.thread_binding(4, thread="vthread.x")' in text
+    assert '"software_pipeline_stage": [0, 0, 2]' in text
