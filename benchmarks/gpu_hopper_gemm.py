@@ -13,6 +13,7 @@ ratio, and the SASS counts of HGMMA and UTMALDG when ``cuobjdump`` is on the pat
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import re
 import shutil
 import subprocess
@@ -85,10 +86,15 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="*", default=[4096, 8192])
     parser.add_argument("--block-n", type=int, default=128)
     parser.add_argument("--stages", type=int, default=4)
+    parser.add_argument("--watchdog", type=float, default=240, help="seconds before giving up")
     args = parser.parse_args()
-    ok = True
+    # A kernel that waits on an mbarrier nobody completes hangs in the driver: end the process
+    # (with a traceback) instead of the caller's whole time budget.
+    faulthandler.dump_traceback_later(args.watchdog, exit=True)
+    # A small problem first: a wrong or hanging kernel shows in seconds.
+    ok = run(512, "float16", args.block_n, args.stages)
     for dtype in ("float16", "bfloat16"):
-        for n in args.sizes:
+        for n in args.sizes if ok else []:
             ok = run(n, dtype, args.block_n, args.stages) and ok
     return 0 if ok else 1
 
