@@ -8,25 +8,13 @@ import numpy as np
 import pytest
 from evaluator import run
 from schedule_checks import check_refused, check_schedule
+from test_transform_layout import two_stage  # the 16 x 8 two-stage program
 
 from tilewright.ir import assert_structural_equal, structural_equal
 from tilewright.script import tir as T
 from tilewright.tir import Schedule
 from tilewright.transform.flatten_buffers import flatten_buffers
 from tilewright.transform.lower_blocks import lower_blocks
-
-
-@T.prim_func
-def two_stage(A: T.Buffer((16, 8), "float32"), C: T.Buffer((16, 8), "float32")):
-    B = T.alloc_buffer((16, 8))
-    for i, j in T.grid(16, 8):
-        with T.block("B"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            B[vi, vj] = A[vi, vj] * T.float32(2)
-    for i, j in T.grid(16, 8):
-        with T.block("C"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            C[vi, vj] = B[vi, vj] + T.float32(1)
 
 
 @T.prim_func

@@ -7,23 +7,11 @@ from __future__ import annotations
 import numpy as np
 from evaluator import run
 from schedule_checks import check_refused, check_schedule
+from test_transform_layout import two_stage  # the 16 x 8 two-stage program
 
 import tilewright as tw
 from tilewright.script import tir as T
 from tilewright.tir import Schedule
-
-
-@T.prim_func
-def two_stage(A: T.Buffer((16, 8), "float32"), C: T.Buffer((16, 8), "float32")):
-    B = T.alloc_buffer((16, 8))
-    for i, j in T.grid(16, 8):
-        with T.block("B"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            B[vi, vj] = A[vi, vj] * T.float32(2)
-    for i, j in T.grid(16, 8):
-        with T.block("C"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            C[vi, vj] = B[vi, vj] + T.float32(1)
 
 
 @T.prim_func
