@@ -56,11 +56,15 @@ def _print_phases(work_dir: str) -> None:
         print("  " + line.split("] ", 1)[-1])
 
 
-def run(name: str, trials: int, seconds: float, per_iter: int) -> None:
+def run(name: str, trials: int, seconds: float, per_iter: int, work_root: str | None) -> None:
     w = WORKLOADS[name]
     mod = IRModule({"main": w.func(**SIZES[name])})
     flops = w.flops(**SIZES[name])
-    work_dir = tempfile.mkdtemp(prefix=f"tune-{name}-")
+    if work_root:
+        work_dir = os.path.join(work_root, f"tune-{name}")
+        os.makedirs(work_dir, exist_ok=True)
+    else:
+        work_dir = tempfile.mkdtemp(prefix=f"tune-{name}-")
     start = time.perf_counter()
     db = ms.tune_tir(
         mod,
@@ -125,9 +129,12 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=float(os.environ.get("TUNE_SECONDS", 100)))
     parser.add_argument("--per-iter", type=int, default=64)
+    parser.add_argument(
+        "--work-dir", help="keep each workload's database under this folder (default: a temp one)"
+    )
     args = parser.parse_args()
     for name in args.only:
-        run(name, args.trials, args.seconds, args.per_iter)
+        run(name, args.trials, args.seconds, args.per_iter, args.work_dir)
 
 
 if __name__ == "__main__":

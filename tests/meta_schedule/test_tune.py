@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -125,6 +126,34 @@ def test_tune_records_logs_and_resumes(tmp_path: Path) -> None:
     # The same work_dir again: the database loads, 4 more trials, none measured before.
     again = _tune(tmp_path, 4)
     assert len(set(_hashes(again))) == 12
+
+
+class CountingBuilder(LocalBuilder):
+    def __init__(self) -> None:
+        super().__init__(max_workers=2, timeout_sec=60.0)
+        self.built = 0
+
+    def build(self, build_inputs):
+        self.built += len(build_inputs)
+        return super().build(build_inputs)
+
+
+def test_leaders_of_the_round_are_timed_again_from_their_artifacts(tmp_path: Path) -> None:
+    """One round: its two fastest candidates run again from copies of the round's artifacts
+    (not built again); only a candidate that comes in when a leader's later timings drop it
+    is built again. The copies are gone afterwards."""
+    builder = CountingBuilder()
+    before = set(os.listdir(tempfile.gettempdir()))
+    db = _tune(tmp_path, 4, builder=builder)
+    records = db.get_all_tuning_records()
+    first = sorted(records[:4], key=lambda r: sum(r.run_secs or (1e9,)))
+    kept = {r.candidate_shash for r in first[:2]}
+    counts = Counter(_hashes(db))
+    timed_again = {h for h, n in counts.items() if n > 1}
+    assert kept <= timed_again and max(counts.values()) == 3
+    assert builder.built == 4 + len(timed_again - kept)
+    leftover = set(os.listdir(tempfile.gettempdir())) - before
+    assert not [name for name in leftover if name.startswith("leader-")]
 
 
 def test_old_api_returns_the_best_schedule(tmp_path: Path) -> None:

@@ -76,6 +76,16 @@ def test_call_with_numpy_ndarray_and_dlpack(rt):
     np.testing.assert_array_equal(target, a * 3)
 
 
+def test_calling_the_module_calls_its_entry_function(rt):
+    a, b = arrays()
+    rt(a, b, 2.0)  # TVM's Module.__call__: the "main" function
+    np.testing.assert_array_equal(b, a * 2)
+    mod = scale_kernel()
+    two = build_lowered(IRModule({"f": mod["main"], "g": mod["main"]}), "c")
+    with pytest.raises(RuntimeError, match=r"no 'main' among \['f', 'g'\]"):
+        two(a, b, 2.0)
+
+
 def test_wrong_arity(rt):
     a, b = arrays()
     with pytest.raises(TypeError, match=r"main expects 3 arguments \(A, B, alpha\), got 2"):

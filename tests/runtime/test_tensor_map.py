@@ -62,6 +62,7 @@ def test_encode_calls_the_driver_with_its_enum_values(monkeypatch) -> None:
         opaque = tuple(range(16))
 
     monkeypatch.setattr(driver, "enum", lambda kind, member: f"{kind}.{member}")
+    monkeypatch.setattr(driver, "scalar", lambda kind, value: (kind, value))
     monkeypatch.setattr(driver, "call", lambda name, *args: calls.append((name, args)) or (Map(),))
     raw = encode_tiled(TensorMapSpec("bfloat16", shape=(64, 64), box=(64, 64)), 4096)
     assert len(raw) == 128 and raw[8] == 1  # the words in order, little-endian
@@ -69,3 +70,22 @@ def test_encode_calls_the_driver_with_its_enum_values(monkeypatch) -> None:
     assert name == "cuTensorMapEncodeTiled"
     assert args[0] == "CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"
     assert args[8] == "CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE"
+    assert args[3] == [("cuuint64_t", 64), ("cuuint64_t", 64)]
+    assert args[5] == [("cuuint32_t", 64), ("cuuint32_t", 64)]
+
+
+def test_the_binding_accepts_the_arguments_as_converted(monkeypatch) -> None:
+    """The real cuda-bindings function converts every argument: the arrays go element by
+    element as its integer types (plain ints are refused with a TypeError before the call).
+    Without a driver the call itself then fails to find libcuda; that is not a TypeError."""
+    bindings = pytest.importorskip("cuda.bindings.driver")
+    monkeypatch.setattr(driver, "_driver", lambda: bindings)
+    spec = TensorMapSpec("float16", shape=(256, 128), box=(64, 64), swizzle=128)
+    try:
+        raw = encode_tiled(spec, 0x10000)
+    except TypeError:
+        raise
+    except Exception as err:  # no driver here, or the driver refused the fake address
+        assert "Cannot convert" not in str(err)
+    else:
+        assert len(raw) == 128

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from tilewright.ir import structural_hash
@@ -70,15 +71,17 @@ class RemoveBuildArtifact(MeasureCallback):
     """Delete the batch's artifacts (the payload and its description)."""
 
     def apply(self, scheduler, task_id, candidates, builder_results, runner_results):
-        for result in builder_results:
-            path = result.artifact_path
-            if not path:
-                continue
-            for name in (path, path + ".json"):
-                if os.path.isdir(name):
-                    shutil.rmtree(name, ignore_errors=True)
-                elif os.path.exists(name):
-                    os.remove(name)
+        remove_artifacts(r.artifact_path for r in builder_results if r.artifact_path)
+
+
+def remove_artifacts(paths: Iterable[str]) -> None:
+    """Delete the artifacts at ``paths`` and their descriptions (``path + ".json"``)."""
+    for path in list(paths):
+        for name in (path, path + ".json"):
+            if os.path.isdir(name):
+                shutil.rmtree(name, ignore_errors=True)
+            elif os.path.exists(name):
+                os.remove(name)
 
 
 def default_callbacks() -> list[MeasureCallback]:

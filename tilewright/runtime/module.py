@@ -172,6 +172,25 @@ class Module:
     def __getitem__(self, name: str) -> PackedFunc:
         return self.get_function(name)
 
+    def __call__(self, *args: object) -> None:
+        """Call the entry function: ``main``, or the module's only function (as TVM's
+        ``Module.__call__`` does).
+
+        Example::
+
+            >>> f = tw.build(add_one, target="c")   # a module of one function
+            >>> f(a, b)                              # the same as f["add_one"](a, b)
+        """
+        names = self.function_names()
+        if "main" in names:
+            return self.get_function("main")(*args)
+        if len(names) == 1:
+            return self.get_function(names[0])(*args)
+        raise RuntimeError(
+            f"this {self.type_key} module has no entry function to call: no 'main' among "
+            f"{names or 'no functions'}; call one by name, rt_mod[name](...)"
+        )
+
     def __contains__(self, name: object) -> bool:
         return name in self.function_names()
 
@@ -266,10 +285,6 @@ class CModule(Module):
 
     def __repr__(self) -> str:
         return f"<CModule {', '.join(self.signatures)} from {self.library_path.name}>"
-
-    def __call__(self, *args: object) -> None:
-        name = "main" if "main" in self.signatures else next(iter(self.signatures))
-        self.get_function(name)(*args)
 
 
 def _materialize(artifact: Artifact) -> Path:

@@ -10,23 +10,29 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import shutil
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tilewright.ir import IRModule
+from tilewright.ir import IRModule, structural_hash
 from tilewright.meta_schedule.arg_info import TensorInfo
 from tilewright.meta_schedule.builder.builder import Builder, BuilderInput, BuilderResult
 from tilewright.meta_schedule.database.database import Workload
-from tilewright.meta_schedule.measure_callback import RemoveBuildArtifact
+from tilewright.meta_schedule.measure_callback import remove_artifacts
 from tilewright.meta_schedule.runner.runner import (
     ReferenceCheck,
     Runner,
     RunnerInput,
     RunnerResult,
 )
-from tilewright.meta_schedule.search_strategy.search_strategy import SearchStrategy
+from tilewright.meta_schedule.search_strategy.search_strategy import (
+    MeasureCandidate,
+    SearchStrategy,
+)
 from tilewright.meta_schedule.tune_log import TuneLog
 
 if TYPE_CHECKING:
@@ -129,16 +135,20 @@ class TaskScheduler:
             f"task {task.context.task_name}: search {searched - start:.1f} s, build "
             f"{built - searched:.1f} s, run {ran - built:.1f} s for {len(candidates)} candidates"
         )
-        for callback in callbacks:
-            callback.apply(self, task_id, candidates, builds, results)
-        task.strategy.notify_runner_results(candidates, results)
         times: list[float | None] = []
         for r in results:
             ok = r.error_msg is None and r.run_secs
             times.append(sum(r.run_secs) / len(r.run_secs) if ok and r.run_secs else None)
+        kept = self._keep_fastest(candidates, builds, times)
+        for callback in callbacks:
+            callback.apply(self, task_id, candidates, builds, results)
+        task.strategy.notify_runner_results(candidates, results)
         task.trials += len(candidates)
         task.best_secs = min([task.best_secs, *(t for t in times if t is not None)])
-        self.confirm_leaders(task_id)
+        try:
+            self.confirm_leaders(task_id, kept)
+        finally:
+            remove_artifacts(kept.values())
         task.history.append(task.best_secs)
         self.log.batch(task_id, times, [r.error_msg for r in results if r.error_msg])
         return len(candidates)
@@ -173,17 +183,43 @@ class TaskScheduler:
     confirm_top_k = 2
     confirm_times = 3
 
-    def confirm_leaders(self, task_id: int) -> None:
+    def _keep_fastest(
+        self,
+        candidates: list[MeasureCandidate],
+        builds: list[BuilderResult],
+        times: list[float | None],
+    ) -> dict[int, str]:
+        """Copies of the artifacts of the round's ``confirm_top_k`` fastest candidates, by
+        candidate hash: the leaders to time again are mostly among them, and the callbacks
+        delete the round's artifacts."""
+        ranked = sorted(
+            (t, k) for k, t in enumerate(times) if t is not None and builds[k].artifact_path
+        )
+        kept: dict[int, str] = {}
+        for _, k in ranked[: self.confirm_top_k]:
+            path = builds[k].artifact_path
+            assert path is not None
+            copy = _copy_artifact(path)
+            if copy is not None:
+                kept[structural_hash(candidates[k].sch.mod)] = copy
+        return kept
+
+    def confirm_leaders(self, task_id: int, kept: dict[int, str] | None = None) -> None:
         """Time the task's ``confirm_top_k`` best candidates again (each measurement checks
         the result again too) until each has been measured ``confirm_times`` times; the
-        task's best time becomes the database's best median."""
+        task's best time becomes the database's best median.
+
+        The missing timings of all pending leaders go to the runner in one batch, from the
+        artifacts in ``kept`` (candidate hash to artifact path) where there is one; the
+        others are built again, together."""
         task = self.tasks[task_id]
         database = self.database
         if database is None or self.confirm_top_k <= 0:
             return
+        kept = kept or {}
         retimed = 0
         # A leader timed slower drops out and the next one comes in: until the leaders hold.
-        for _ in range(self.confirm_times * (self.confirm_top_k + 1)):
+        for _ in range(self.confirm_top_k + 1):
             counts = Counter(
                 r.candidate_shash
                 for r in database.get_all_tuning_records()
@@ -197,26 +233,60 @@ class TaskScheduler:
             ]
             if not pending:
                 break
-            builds, results, _ = self._measure(task, [r.as_schedule().mod for r in pending])
-            for record, result in zip(pending, results):
-                ok = result.error_msg is None
+            rebuild = [r for r in pending if r.candidate_shash not in kept]
+            target = task.context.target
+            assert target is not None
+            builds = self._builder.build(
+                [BuilderInput(r.as_schedule().mod, target) for r in rebuild]
+            )
+            paths = dict(kept)
+            for record, build in zip(rebuild, builds):
+                if build.artifact_path is not None:
+                    paths[record.candidate_shash] = build.artifact_path  # type: ignore[index]
+            jobs = [
+                (record, paths.get(record.candidate_shash))  # type: ignore[arg-type]
+                for record in pending
+                for _ in range(self.confirm_times - counts[record.candidate_shash])
+            ]
+            inputs = [
+                RunnerInput(path, task.device_type, task.args_info, task.check)
+                for _, path in jobs
+                if path is not None
+            ]
+            futures = iter(self._runner.run(inputs)) if inputs else iter(())
+            for record, path in jobs:
+                result = next(futures).result() if path is not None else None
+                ok = result is not None and result.error_msg is None
                 database.commit_tuning_record(
-                    dataclasses.replace(record, run_secs=result.run_secs if ok else None)
+                    dataclasses.replace(record, run_secs=result.run_secs if ok else None)  # type: ignore[union-attr]
                 )
-            RemoveBuildArtifact().apply(self, task_id, [], builds, results)
-            retimed += len(pending)
+                retimed += 1
+            remove_artifacts(b.artifact_path for b in builds if b.artifact_path)
         best = database.get_top_k(task.workload, 1)
         if best:
             task.best_secs = best[0].median_secs
         if retimed and self.log is not None:
             self.log.info(
-                f"task {task.context.task_name}: timed {retimed} leader(s) again; the best "
-                f"median is {_gflops(task.flops, task.best_secs)}"
+                f"task {task.context.task_name}: timed leaders {retimed} time(s) again; the "
+                f"best median is {_gflops(task.flops, task.best_secs)}"
             )
 
     # The loop's builder and runner, set by ``tune_tasks`` before ``tune``.
     _builder: Builder
     _runner: Runner
+
+
+def _copy_artifact(path: str) -> str | None:
+    """A copy of the artifact at ``path`` (and its description), or None if it is gone."""
+    try:
+        handle, copy = tempfile.mkstemp(prefix="leader-", suffix=os.path.splitext(path)[1])
+        os.close(handle)
+        shutil.copyfile(path, copy)
+        if os.path.exists(path + ".json"):
+            shutil.copyfile(path + ".json", copy + ".json")
+    except OSError:
+        return None
+    return copy
 
 
 def _gflops(flops: int, secs: float) -> str:

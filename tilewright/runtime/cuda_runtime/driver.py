@@ -82,6 +82,12 @@ def enum(kind: str, member: str) -> object:
     return getattr(getattr(_driver(), kind), member)
 
 
+def scalar(kind: str, value: int) -> object:
+    """``value`` as the binding's integer type ``kind`` (``scalar("cuuint32_t", 64)``), where
+    a driver function's array argument refuses plain ints."""
+    return getattr(_driver(), kind)(value)
+
+
 def call(name: str, *args: object, kernel: str = "") -> tuple:
     """Call driver function ``name`` and return its outputs; raise ``CUDAError`` on failure.
 

@@ -63,7 +63,9 @@ class CUDAModule(DeviceModule):
             return
         driver.require_device(self.device.device_id)
         have = driver.device_arch(self.device.device_id)
-        if have != self.arch:
+        # sm_90a is sm_90 with its architecture-specific instructions (wgmma, setmaxnreg):
+        # cubins for it run on exactly the sm_90 devices.
+        if have != self.arch.removesuffix("a"):
             raise driver.CUDAError(
                 f"the kernels were compiled for {self.arch} but cuda({self.device.device_id}) "
                 f"is {have}; rebuild with target 'cuda' on this machine"

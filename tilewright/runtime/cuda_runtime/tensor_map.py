@@ -144,20 +144,27 @@ def encode_tiled(spec: TensorMapSpec, address: int) -> bytes:
     from tilewright.runtime.cuda_runtime import driver
 
     args = encode_arguments(spec, address)
+    # The enums by name; the arrays element by element as the binding's integer types (a
+    # plain int list is refused with "Cannot convert int to cuuint32_t").
     kinds = (
         "CUtensorMapDataType",
         None,
         None,
-        None,
-        None,
-        None,
-        None,
+        "cuuint64_t",
+        "cuuint64_t",
+        "cuuint32_t",
+        "cuuint32_t",
         "CUtensorMapInterleave",
         "CUtensorMapSwizzle",
         "CUtensorMapL2promotion",
         "CUtensorMapFloatOOBfill",
     )
-    values = [driver.enum(kind, arg) if kind else arg for kind, arg in zip(kinds, args)]
+    values = [
+        arg if kind is None
+        else [driver.scalar(kind, v) for v in arg] if isinstance(arg, list)
+        else driver.enum(kind, arg)
+        for kind, arg in zip(kinds, args)
+    ]  # fmt: skip
     (tensor_map,) = driver.call("cuTensorMapEncodeTiled", *values)
     raw = np.array([int(word) for word in tensor_map.opaque], dtype=np.uint64)
     return raw.tobytes()
