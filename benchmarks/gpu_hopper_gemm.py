@@ -8,6 +8,7 @@ cuBLAS multiplies the same operands (``torch.matmul(a, bt.t())``). Prints ours, 
 ratio, and the SASS counts of HGMMA and UTMALDG when ``cuobjdump`` is on the path.
 
     python benchmarks/gpu_hopper_gemm.py [--sizes 4096 8192] [--block-n 128] [--stages 4]
+        [--grid CTAS] [--group-m 8]
 """
 
 from __future__ import annotations
@@ -51,12 +52,15 @@ def sass_counts(artifact: tw.artifact.Artifact) -> str:
     return ", ".join(f"{op} {count}" for op, count in counts.items())
 
 
-def run(n: int, dtype: str, block_n: int, stages: int) -> bool:
+def run(n: int, dtype: str, block_n: int, stages: int, grid: int, group_m: int) -> bool:
     tdt = TORCH_DTYPES[dtype]
     gen = torch.Generator(device="cuda").manual_seed(0)
     a = torch.rand(n, n, device="cuda", generator=gen, dtype=torch.float32).to(tdt) - 0.5
     bt = torch.rand(n, n, device="cuda", generator=gen, dtype=torch.float32).to(tdt) - 0.5
-    func = hopper_gemm(n, n, n, block_n=block_n, stages=stages, in_dtype=dtype, out_dtype=dtype)
+    func = hopper_gemm(
+        n, n, n, block_n=block_n, stages=stages, in_dtype=dtype, out_dtype=dtype, grid=grid,
+        group_m=group_m,
+    )  # fmt: skip
     artifact = tw.build_artifact(func, target="cuda")
     f = tw.build(func, target="cuda")
     ta, tb = tensor_map(a, dtype, 128), tensor_map(bt, dtype, block_n)
@@ -65,7 +69,7 @@ def run(n: int, dtype: str, block_n: int, stages: int) -> bool:
     want = a.double() @ bt.double().t()
     scale = float(want.abs().max())
     error = float((c.double() - want).abs().max()) / scale
-    name = f"{dtype} {n}^3, 128x{block_n} tile, {stages} stages"
+    name = f"{dtype} {n}^3, 128x{block_n} tile, {stages} stages, {grid} CTAs, groups of {group_m}"
     if not error < 1e-2:
         print(f"{name}: WRONG (max relative error {error:.2e})", flush=True)
         return False
@@ -86,16 +90,21 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="*", default=[4096, 8192])
     parser.add_argument("--block-n", type=int, default=128)
     parser.add_argument("--stages", type=int, default=4)
+    parser.add_argument("--grid", type=int, help="persistent CTAs (default: one per SM)")
+    parser.add_argument("--group-m", type=int, default=8, help="rows of tiles per group")
     parser.add_argument("--watchdog", type=float, default=240, help="seconds before giving up")
     args = parser.parse_args()
     # A kernel that waits on an mbarrier nobody completes hangs in the driver: end the process
     # (with a traceback) instead of the caller's whole time budget.
     faulthandler.dump_traceback_later(args.watchdog, exit=True)
-    # A small problem first: a wrong or hanging kernel shows in seconds.
-    ok = run(512, "float16", args.block_n, args.stages)
+    grid = args.grid or torch.cuda.get_device_properties(0).multi_processor_count
+    config = (args.block_n, args.stages, grid, args.group_m)
+    # A small problem first: a wrong or hanging kernel shows in seconds (with few CTAs, so
+    # that each loops over several tiles).
+    ok = run(512, "float16", args.block_n, args.stages, 3, 2)
     for dtype in ("float16", "bfloat16"):
         for n in args.sizes if ok else []:
-            ok = run(n, dtype, args.block_n, args.stages) and ok
+            ok = run(n, dtype, *config) and ok
     return 0 if ok else 1
 
 

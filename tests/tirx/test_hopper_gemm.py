@@ -63,3 +63,33 @@ def test_it_compiles_for_sm_90a() -> None:
 def test_sizes_it_cannot_take_are_refused(args, kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):
         hopper_gemm(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("tiles_m", "tiles_n", "group"), [(32, 16, 8), (5, 3, 2), (7, 4, 3), (4, 4, 9)]
+)
+def test_grouped_tiles_visit_every_tile_once(tiles_m: int, tiles_n: int, group: int) -> None:
+    from tilewright.tirx.hopper_gemm import grouped_tile
+
+    seen = [grouped_tile(t, tiles_m, tiles_n, group) for t in range(tiles_m * tiles_n)]
+    assert sorted(seen) == [(i, j) for i in range(tiles_m) for j in range(tiles_n)]
+    # Inside a full group, consecutive tiles walk down the group's rows first.
+    if tiles_m >= group > 1:
+        assert seen[1] == (1, 0)
+
+
+def test_persistent_ctas_continue_the_ring_across_tiles() -> None:
+    """Fewer CTAs than tiles: each loops over its tiles, the ring's step (and so the stage
+    and the mbarrier parity) counting on across them; the last stage of a tile is released
+    before the next tile's copies need it; C is stored two elements at a time."""
+    from tilewright.codegen.artifacts import device_artifact
+    from tilewright.codegen.cuda import generate_cuda
+
+    func = hopper_gemm(512, 512, 512, grid=5, group_m=3, stages=3)
+    text = device_artifact(tw.lower(func, "cuda"), generate_cuda, "cuda", "cuda").source
+    assert "for (int r = 0; r < 4; ++r) {" in text and "if (r * 5 + bx < 16) {" in text
+    assert "&empty[(r * 8 + kt) % 3]), (unsigned)(((r * 8 + kt) / 3 + 1) % 2)" in text
+    assert "&full[(r_1 * 8 + kt_1) % 3]), (unsigned)((r_1 * 8 + kt_1) / 3 % 2)" in text
+    assert "&empty[(r_1 * 8 + kt_1 + 2) % 3]" in text  # the previous step's stage
+    assert "&empty[(r_1 * 8 + 1) % 3]" in text  # the tile's last stage, (r * 8 + 7) % 3
+    assert text.count("= __floats2half2_rn(acc[") == 32

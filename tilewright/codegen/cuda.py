@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar, cast
 
+from tilewright.arith import Analyzer
 from tilewright.codegen.c_like import (
     PREC_ADD,
     PREC_UNARY,
@@ -35,6 +36,7 @@ from tilewright.ir import (
     Buffer,
     BufferLoad,
     Call,
+    Cast,
     DataType,
     FloatImm,
     IntImm,
@@ -45,8 +47,13 @@ from tilewright.ir import (
     StringImm,
     Var,
     intrinsics,
+    substitute,
 )
+from tilewright.ir.dtype import int32
 from tilewright.ir.intrinsics import Intrinsic
+
+# float32 pairs to 16-bit pairs, rounding to nearest: an epilogue's two-element stores.
+_PAIR_CASTS = {"float16": "__floats2half2_rn", "bfloat16": "__floats2bfloat162_rn"}
 
 _INT_TYPES = {
     "bool": "bool",
@@ -301,6 +308,25 @@ class CUDAPrinter(HopperEmitters, DevicePrinter):
             f"static __device__ __forceinline__ {vtype} operator{symbol}({vtype} a, {vtype} b) "
             f"{{ return make_{vtype}({fields}); }}\n",
         )
+
+    def vector_value(self, e: PrimExpr, lanes: int) -> str | None:
+        if (
+            isinstance(e, Cast)
+            and lanes == 2
+            and str(e.dtype.element) in _PAIR_CASTS
+            and str(e.value.dtype.element) == "float32"
+        ):
+            # Each lane as a scalar (registers stay registers: no float2 load from a local
+            # array), converted and packed by one intrinsic.
+            lane = Var("lane", int32)
+            per_lane = self.lanes(e.value, lane)
+            analyzer = Analyzer()
+            a, b = (
+                self.expr_text(analyzer.simplify(substitute(per_lane, {lane: IntImm(k, int32)})))
+                for k in range(2)
+            )
+            return f"{_PAIR_CASTS[str(e.dtype.element)]}({a}, {b})"
+        return super().vector_value(e, lanes)
 
     def vector_load(self, pointer: str, vtype: str, data: Var, lanes: int) -> str:
         return f"*({vtype}*)({pointer})"

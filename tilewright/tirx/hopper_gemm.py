@@ -25,9 +25,9 @@ Example::
 
 from __future__ import annotations
 
-from typing import no_type_check
+from typing import Any, no_type_check
 
-from tilewright.ir import PrimFunc
+from tilewright.ir import PrimExpr, PrimFunc
 from tilewright.script import tir as T
 
 # wgmma's k step (16 elements) and the tile's k extent (64 elements: one 128-byte row).
@@ -35,6 +35,23 @@ K_STEP = 16
 BLOCK_K = 64
 SWIZZLE_ROW_BYTES = 128
 SWIZZLE_ATOM_BYTES = 1024  # 8 rows of 128 bytes: the descriptor's stride between row groups
+
+
+def grouped_tile(t: Any, tiles_m: int, tiles_n: int, group: int) -> tuple[Any, Any]:
+    """Row and column of tile ``t`` when tiles are visited in groups of ``group`` rows of
+    tiles (the last group may have fewer), column by column inside a group: the CTAs that
+    run together share rows of A and columns of B in L2. ``t`` is an int or an expression.
+
+    Example::
+
+        >>> [grouped_tile(t, 3, 2, 2) for t in range(6)]
+        [(0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (2, 1)]
+    """
+    span = group * tiles_n
+    first = t // span * group
+    left = tiles_m - first
+    rows = T.min(group, left) if isinstance(left, PrimExpr) else min(group, left)
+    return first + t % span % rows, t % span // rows
 
 
 def hopper_gemm(
@@ -47,8 +64,22 @@ def hopper_gemm(
     stages: int = 4,
     in_dtype: str = "float16",
     out_dtype: str = "float16",
+    grid: int = 132,
+    group_m: int = 8,
 ) -> PrimFunc:
-    """The GEMM as a ``PrimFunc`` (module docstring); the sizes must divide the problem."""
+    """The GEMM as a ``PrimFunc`` (module docstring); the sizes must divide the problem.
+
+    Args:
+        m, n, k: the problem (C is m x n; the reduction is k long).
+        block_m, block_n: a CTA's tile of C (block_m is 128: two consumer warpgroups).
+        stages: k tiles in flight in the shared-memory ring.
+        in_dtype, out_dtype: A's and B's element type (float16 or bfloat16); C's.
+        grid: CTAs, each looping over the tiles ``bx, bx + grid, ...`` (persistent: one
+            per SM, 132 on an H200, keeps the ring full across tiles).
+        group_m: tiles are visited in groups of ``group_m`` rows of tiles, column by
+            column inside a group, so that the CTAs running together share rows of A and
+            columns of B in L2.
+    """
     if block_m != 128 or block_n % 8 or not 8 <= block_n <= 256:
         raise ValueError(
             "hopper_gemm: block_m is 128 (two consumer warpgroups of 64 rows) and block_n a "
@@ -59,11 +90,17 @@ def hopper_gemm(
             f"hopper_gemm: {m} x {n} x {k} is not a multiple of the {block_m} x {block_n} x "
             f"{BLOCK_K} tile (tails are not written yet)"
         )
+    if grid < 1 or group_m < 1:
+        raise ValueError(f"hopper_gemm: grid ({grid}) and group_m ({group_m}) must be positive")
     ab = {"float16": "f16", "bfloat16": "bf16"}[in_dtype]
     a_tile, b_tile = block_m * BLOCK_K, block_n * BLOCK_K  # elements of one stage
     tx_bytes = (a_tile + b_tile) * 2
     k_tiles = k // BLOCK_K
-    tiles_n = n // block_n
+    tiles_m, tiles_n = m // block_m, n // block_n
+    tiles = tiles_m * tiles_n
+    grid = min(grid, tiles)
+    rounds = -(-tiles // grid)  # tiles a CTA visits, at most
+    group = min(group_m, tiles_m)
     acc_count = block_n // 2
     half = block_m // 2
 
@@ -74,7 +111,7 @@ def hopper_gemm(
         TB: T.Buffer((128,), "uint8"),
         C: T.Buffer((m, n), out_dtype),
     ):
-        for bx in T.thread_binding((m // block_m) * tiles_n, thread="blockIdx.x"):
+        for bx in T.thread_binding(grid, thread="blockIdx.x"):
             for tx in T.thread_binding(384, thread="threadIdx.x"):
                 with T.block("gemm"):
                     T.reads(TA[0:128], TB[0:128])
@@ -106,113 +143,153 @@ def hopper_gemm(
                         # The producer: one thread issues every copy.
                         T.evaluate(T.call_intrin("int32", "tw.cuda.setmaxnreg", 0, 40))
                         if tx == 0:
-                            for kt in range(k_tiles):
-                                T.evaluate(
-                                    T.call_intrin(
-                                        "int32",
-                                        "tw.cuda.mbarrier_wait",
-                                        T.address_of(empty[kt % stages]),
-                                        (kt // stages + 1) % 2,
+                            for r in range(rounds):
+                                if r * grid + bx < tiles:
+                                    tm = T.meta_var(
+                                        grouped_tile(r * grid + bx, tiles_m, tiles_n, group)[0]
                                     )
-                                )
-                                T.evaluate(
-                                    T.call_intrin(
-                                        "int32",
-                                        "tw.cuda.mbarrier_arrive_expect_tx",
-                                        T.address_of(full[kt % stages]),
-                                        tx_bytes,
+                                    tn = T.meta_var(
+                                        grouped_tile(r * grid + bx, tiles_m, tiles_n, group)[1]
                                     )
-                                )
-                                T.evaluate(
-                                    T.call_intrin(
-                                        "int32",
-                                        "tw.cuda.tma_load",
-                                        As.access_ptr("w", offset=kt % stages * a_tile),
-                                        T.address_of(TA[0]),
-                                        T.address_of(full[kt % stages]),
-                                        kt * BLOCK_K,
-                                        bx // tiles_n * block_m,
-                                    )
-                                )
-                                T.evaluate(
-                                    T.call_intrin(
-                                        "int32",
-                                        "tw.cuda.tma_load",
-                                        Bs.access_ptr("w", offset=kt % stages * b_tile),
-                                        T.address_of(TB[0]),
-                                        T.address_of(full[kt % stages]),
-                                        kt * BLOCK_K,
-                                        bx % tiles_n * block_n,
-                                    )
-                                )
+                                    for kt in range(k_tiles):
+                                        # Step g of the ring: stage g % stages, round
+                                        # g // stages.
+                                        g = T.meta_var(r * k_tiles + kt)
+                                        T.evaluate(
+                                            T.call_intrin(
+                                                "int32",
+                                                "tw.cuda.mbarrier_wait",
+                                                T.address_of(empty[g % stages]),
+                                                (g // stages + 1) % 2,
+                                            )
+                                        )
+                                        T.evaluate(
+                                            T.call_intrin(
+                                                "int32",
+                                                "tw.cuda.mbarrier_arrive_expect_tx",
+                                                T.address_of(full[g % stages]),
+                                                tx_bytes,
+                                            )
+                                        )
+                                        T.evaluate(
+                                            T.call_intrin(
+                                                "int32",
+                                                "tw.cuda.tma_load",
+                                                As.access_ptr("w", offset=g % stages * a_tile),
+                                                T.address_of(TA[0]),
+                                                T.address_of(full[g % stages]),
+                                                kt * BLOCK_K,
+                                                tm * block_m,
+                                            )
+                                        )
+                                        T.evaluate(
+                                            T.call_intrin(
+                                                "int32",
+                                                "tw.cuda.tma_load",
+                                                Bs.access_ptr("w", offset=g % stages * b_tile),
+                                                T.address_of(TB[0]),
+                                                T.address_of(full[g % stages]),
+                                                kt * BLOCK_K,
+                                                tn * block_n,
+                                            )
+                                        )
                     else:
                         # Consumers: warpgroup 1 rows [0, 64), warpgroup 2 rows [64, 128).
                         T.evaluate(T.call_intrin("int32", "tw.cuda.setmaxnreg", 1, 232))
-                        for i in T.unroll(acc_count):
-                            acc[i] = T.float32(0)
-                        for kt in range(k_tiles):
-                            T.evaluate(
-                                T.call_intrin(
-                                    "int32",
-                                    "tw.cuda.mbarrier_wait",
-                                    T.address_of(full[kt % stages]),
-                                    kt // stages % 2,
+                        for r in range(rounds):
+                            if r * grid + bx < tiles:
+                                tm = T.meta_var(
+                                    grouped_tile(r * grid + bx, tiles_m, tiles_n, group)[0]
                                 )
-                            )
-                            T.evaluate(T.call_intrin("int32", "tw.cuda.wgmma_fence"))
-                            for kk in T.unroll(BLOCK_K // K_STEP):
-                                T.evaluate(
-                                    T.call_intrin(
-                                        "int32",
-                                        "tw.cuda.wgmma_mma_async",
-                                        block_n,
-                                        ab,
+                                tn = T.meta_var(
+                                    grouped_tile(r * grid + bx, tiles_m, tiles_n, group)[1]
+                                )
+                                for kt in range(k_tiles):
+                                    g = T.meta_var(r * k_tiles + kt)
+                                    T.evaluate(
                                         T.call_intrin(
-                                            "uint64",
-                                            "tw.cuda.wgmma_descriptor",
-                                            As.access_ptr(
-                                                "r",
-                                                offset=kt % stages * a_tile
-                                                + (tx // 128 - 1) * half * BLOCK_K
-                                                + kk * K_STEP,
-                                            ),
-                                            16,
-                                            SWIZZLE_ATOM_BYTES,
-                                            SWIZZLE_ROW_BYTES,
-                                        ),
+                                            "int32",
+                                            "tw.cuda.mbarrier_wait",
+                                            T.address_of(full[g % stages]),
+                                            g // stages % 2,
+                                        )
+                                    )
+                                    T.evaluate(T.call_intrin("int32", "tw.cuda.wgmma_fence"))
+                                    for kk in T.unroll(BLOCK_K // K_STEP):
+                                        T.evaluate(
+                                            T.call_intrin(
+                                                "int32",
+                                                "tw.cuda.wgmma_mma_async",
+                                                block_n,
+                                                ab,
+                                                T.call_intrin(
+                                                    "uint64",
+                                                    "tw.cuda.wgmma_descriptor",
+                                                    As.access_ptr(
+                                                        "r",
+                                                        offset=g % stages * a_tile
+                                                        + (tx // 128 - 1) * half * BLOCK_K
+                                                        + kk * K_STEP,
+                                                    ),
+                                                    16,
+                                                    SWIZZLE_ATOM_BYTES,
+                                                    SWIZZLE_ROW_BYTES,
+                                                ),
+                                                T.call_intrin(
+                                                    "uint64",
+                                                    "tw.cuda.wgmma_descriptor",
+                                                    Bs.access_ptr(
+                                                        "r",
+                                                        offset=g % stages * b_tile + kk * K_STEP,
+                                                    ),
+                                                    16,
+                                                    SWIZZLE_ATOM_BYTES,
+                                                    SWIZZLE_ROW_BYTES,
+                                                ),
+                                                T.address_of(acc[0]),
+                                                0,
+                                                # The tile's first product overwrites.
+                                                T.if_then_else(kt + kk > 0, 1, 0),
+                                                0,
+                                                0,
+                                            )
+                                        )
+                                    T.evaluate(T.call_intrin("int32", "tw.cuda.wgmma_commit_group"))
+                                    # One group stays in flight: when the previous step's
+                                    # group is done, its stage is free.
+                                    T.evaluate(
+                                        T.call_intrin("int32", "tw.cuda.wgmma_wait_group", 1)
+                                    )
+                                    if kt > 0 and tx % 128 == 0:
+                                        T.evaluate(
+                                            T.call_intrin(
+                                                "int32",
+                                                "tw.cuda.mbarrier_arrive",
+                                                T.address_of(empty[(g + stages - 1) % stages]),
+                                            )
+                                        )
+                                T.evaluate(T.call_intrin("int32", "tw.cuda.wgmma_wait_group", 0))
+                                if tx % 128 == 0:
+                                    T.evaluate(
                                         T.call_intrin(
-                                            "uint64",
-                                            "tw.cuda.wgmma_descriptor",
-                                            Bs.access_ptr(
-                                                "r", offset=kt % stages * b_tile + kk * K_STEP
+                                            "int32",
+                                            "tw.cuda.mbarrier_arrive",
+                                            T.address_of(
+                                                empty[(r * k_tiles + k_tiles - 1) % stages]
                                             ),
-                                            16,
-                                            SWIZZLE_ATOM_BYTES,
-                                            SWIZZLE_ROW_BYTES,
-                                        ),
-                                        T.address_of(acc[0]),
-                                        0,
-                                        1,
-                                        0,
-                                        0,
+                                        )
                                     )
-                                )
-                            T.evaluate(T.call_intrin("int32", "tw.cuda.wgmma_commit_group"))
-                            T.evaluate(T.call_intrin("int32", "tw.cuda.wgmma_wait_group", 0))
-                            if tx % 128 == 0:
-                                T.evaluate(
-                                    T.call_intrin(
-                                        "int32",
-                                        "tw.cuda.mbarrier_arrive",
-                                        T.address_of(empty[kt % stages]),
-                                    )
-                                )
-                        for i in T.unroll(acc_count):
-                            row = T.meta_var(tx % 128 // 32 * 16 + tx % 32 // 4 + i // 2 % 2 * 8)
-                            col = T.meta_var(i // 4 * 8 + tx % 4 * 2 + i % 2)
-                            C[
-                                bx // tiles_n * block_m + (tx // 128 - 1) * half + row,
-                                bx % tiles_n * block_n + col,
-                            ] = T.cast(acc[i], out_dtype)
+                                # The accumulator's fragment layout: pairs of adjacent
+                                # columns, stored two elements at a time.
+                                for p in T.unroll(acc_count // 2):
+                                    for v in T.vectorized(2):
+                                        row = T.meta_var(
+                                            tx % 128 // 32 * 16 + tx % 32 // 4 + p % 2 * 8
+                                        )
+                                        col = T.meta_var(p // 2 * 8 + tx % 4 * 2 + v)
+                                        C[
+                                            tm * block_m + (tx // 128 - 1) * half + row,
+                                            tn * block_n + col,
+                                        ] = T.cast(acc[p * 2 + v], out_dtype)
 
     return main
