@@ -47,6 +47,7 @@ from tilewright.meta_schedule.space_generator import SpaceGenerator
 from tilewright.meta_schedule.task_scheduler import TaskScheduler
 from tilewright.meta_schedule.tune import TuneConfig, best_schedule, tune_tasks, tune_tir
 from tilewright.meta_schedule.tune_context import TuneContext
+from tilewright.meta_schedule.tune_params import ParamTuneResult, tune_params
 
 __all__ = [
     "ArgInfo",
@@ -67,6 +68,8 @@ __all__ = [
     "TensorInfo",
     "TuneConfig",
     "TuneContext",
+    "ParamTuneResult",
+    "tune_params",
     "apply_postprocs",
     "best_schedule",
     "builder",
