@@ -1,5 +1,6 @@
 """The raw Hopper GEMM (TMA, mbarriers, wgmma, warp specialisation): its lowered kernel and
-CUDA, built for sm_90a; it runs on the H200 in benchmarks/gpu_hopper_gemm.py."""
+CUDA, built for sm_90a, taking A and Bt as tensors whose TMA maps are kernel parameters; it
+runs on the H200 in benchmarks/gpu_hopper_gemm.py."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 import pytest
 
 import tilewright as tw
+from tilewright.artifact import TENSOR_MAP, TensorMapParam
 from tilewright.runtime.cuda_runtime import nvrtc
 from tilewright.tirx.hopper_gemm import hopper_gemm
 
@@ -41,9 +43,40 @@ def test_the_kernel_is_warp_specialised_and_pipelined() -> None:
     assert offsets == ["16", "32", "48"]
 
 
+def test_the_operands_are_tensors_whose_tma_maps_are_kernel_parameters() -> None:
+    """A and Bt are ordinary tensors: the kernel takes their maps by value (encoded on the
+    host at launch, boxes of block_m and block_n rows of 64 elements, 128-byte swizzles)."""
+    artifact = _source()
+    (sig,) = artifact.functions
+    assert [(p.name, p.dtype, p.shape) for p in sig.params] == [
+        ("A", "float16", (512, 1024)),
+        ("Bt", "float16", (512, 1024)),
+        ("C", "float16", (512, 512)),
+    ]
+    (kernel,) = artifact.kernels.values()
+    assert kernel.params == (None, TENSOR_MAP, TENSOR_MAP)
+    assert kernel.tensor_maps == (
+        TensorMapParam(1, "A", "float16", (128, 64), 128),
+        TensorMapParam(2, "Bt", "float16", (128, 64), 128),
+    )
+    text = artifact.source
+    assert (
+        "main_kernel(half* __restrict__ C, const __grid_constant__ tw_tensor_map A_tmap, "
+        "const __grid_constant__ tw_tensor_map Bt_tmap)"
+    ) in text
+    assert text.count("(unsigned long long)(&A_tmap)") == 1
+    assert text.count("(unsigned long long)(&Bt_tmap)") == 1
+
+
 def test_bfloat16_and_a_wider_tile() -> None:
-    text = _source(in_dtype="bfloat16", out_dtype="float32", block_n=256).source
+    artifact = _source(in_dtype="bfloat16", out_dtype="float32", block_n=256)
+    text = artifact.source
     assert text.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16") == 4
+    (kernel,) = artifact.kernels.values()
+    assert [(m.param, m.dtype, m.box) for m in kernel.tensor_maps] == [
+        ("A", "bfloat16", (128, 64)),
+        ("Bt", "bfloat16", (256, 64)),
+    ]
 
 
 @pytest.mark.skipif(nvrtc.nvrtc_version() is None, reason="needs NVRTC")

@@ -8,9 +8,11 @@ bytes so that another process can load a module without lowering it again.
 
 from tilewright.artifact.artifact import (
     SOURCE_FORMATS,
+    TENSOR_MAP,
     Artifact,
     ArtifactError,
     KernelInfo,
+    TensorMapParam,
     atomic_write,
     description_path,
 )
@@ -25,6 +27,7 @@ from tilewright.artifact.signature import (
 
 __all__ = [
     "SOURCE_FORMATS",
+    "TENSOR_MAP",
     "Artifact",
     "ArtifactError",
     "BoundsCheck",
@@ -36,6 +39,7 @@ __all__ = [
     "LaunchPlanError",
     "ParamSpec",
     "SignatureError",
+    "TensorMapParam",
     "atomic_write",
     "description_path",
 ]

@@ -38,13 +38,63 @@ class ArtifactError(ValueError):
     """An artifact file that is missing, damaged or of another format."""
 
 
+# A kernel parameter of this kind is a TMA tensor map passed by value (``KernelInfo``).
+TENSOR_MAP = "tensor_map"
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorMapParam:
+    """A kernel's tensor-map parameter: the runtime encodes it at launch from the argument
+    passed for function parameter ``param`` (its address, shape and strides), with this
+    element ``dtype``, ``box`` (outermost first) and ``swizzle`` (bytes), and passes its 128
+    bytes by value as the kernel's parameter number ``index``.
+
+    Example: ``TensorMapParam(2, "A", "float16", (128, 64), 128)``.
+    """
+
+    index: int
+    param: str
+    dtype: str
+    box: tuple[int, ...]
+    swizzle: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {"box": list(self.box)}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> TensorMapParam:
+        return TensorMapParam(
+            int(data["index"]),
+            str(data["param"]),
+            str(data["dtype"]),
+            tuple(int(b) for b in data["box"]),
+            int(data["swizzle"]),
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class KernelInfo:
-    """A device kernel: per parameter ``None`` (a pointer) or a scalar dtype, and the bytes of
-    dynamic shared memory its declarations need."""
+    """A device kernel: per parameter ``None`` (a pointer), a scalar dtype or ``TENSOR_MAP``;
+    the bytes of dynamic shared memory its declarations need; and its tensor-map parameters
+    (one ``TensorMapParam`` per ``TENSOR_MAP`` in ``params``)."""
 
     params: tuple[str | None, ...]
     dyn_shared_bytes: int = 0
+    tensor_maps: tuple[TensorMapParam, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "params": list(self.params),
+            "dyn_shared_bytes": self.dyn_shared_bytes,
+        }
+        if self.tensor_maps:  # kernels without maps are described as before
+            data["tensor_maps"] = [m.to_json() for m in self.tensor_maps]
+        return data
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> KernelInfo:
+        maps = tuple(TensorMapParam.from_json(m) for m in data.get("tensor_maps", ()))
+        return KernelInfo(tuple(data["params"]), data["dyn_shared_bytes"], maps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,10 +156,7 @@ class Artifact:
             "source": self.source,
             "functions": [sig.to_json() for sig in self.functions],
             "host_plans": [plan.to_json() for plan in self.host_plans],
-            "kernels": {
-                name: {"params": list(k.params), "dyn_shared_bytes": k.dyn_shared_bytes}
-                for name, k in self.kernels.items()
-            },
+            "kernels": {name: k.to_json() for name, k in self.kernels.items()},
         }
 
     @staticmethod
@@ -130,10 +177,7 @@ class Artifact:
             binary=binary,
             functions=tuple(FuncSignature.from_json(f) for f in meta["functions"]),
             host_plans=tuple(HostPlan.from_json(p) for p in meta["host_plans"]),
-            kernels={
-                name: KernelInfo(tuple(k["params"]), k["dyn_shared_bytes"])
-                for name, k in meta["kernels"].items()
-            },
+            kernels={name: KernelInfo.from_json(k) for name, k in meta["kernels"].items()},
             arch=meta["arch"],
             suffix=meta["suffix"],
             device=meta["device"],

@@ -11,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from tilewright.artifact import Artifact, FuncSignature, KernelInfo
+from tilewright.artifact import TENSOR_MAP, Artifact, FuncSignature, KernelInfo, TensorMapParam
 from tilewright.codegen.c import generate_c
 from tilewright.codegen.device_printer import DeviceSource, vector_accessed_buffers
 from tilewright.codegen.host_plan import host_plan
 from tilewright.codegen.signature import func_signature
 from tilewright.ir import BufferStore, Call, IRModule, PrimFunc, Var, intrinsics, post_order_visit
+from tilewright.ir import intrinsics_hopper as hopper
+from tilewright.transform.tensor_maps import kernel_tensor_maps
 
 # Vector accesses of a buffer assume its first element is aligned to the widest vector.
 VECTOR_ALIGN = 16
@@ -69,10 +71,7 @@ def device_artifact(
                 "does not define"
             )
     kernels = {
-        name: KernelInfo(
-            tuple(None if func.buffer_of(v) is not None else str(v.dtype) for v in func.params),
-            source.dyn_shared_bytes.get(name, 0),
-        )
+        name: _kernel_info(func, source.dyn_shared_bytes.get(name, 0))
         for name, func in source.kernels.items()
     }
     return Artifact(
@@ -85,6 +84,19 @@ def device_artifact(
         kernels=kernels,
         arch=source.required_arch,
     )
+
+
+def _kernel_info(func: PrimFunc, dyn_shared_bytes: int) -> KernelInfo:
+    """Each parameter's kind (a pointer, a scalar dtype, a tensor map) and the maps' records."""
+    maps = {
+        m.index: TensorMapParam(m.index, m.buffer, m.dtype, m.box, m.swizzle)
+        for m in kernel_tensor_maps(func)
+    }
+    kinds = tuple(
+        TENSOR_MAP if i in maps else None if func.buffer_of(v) is not None else str(v.dtype)
+        for i, v in enumerate(func.params)
+    )
+    return KernelInfo(kinds, dyn_shared_bytes, tuple(maps.values()))
 
 
 def _with_launch_facts(
@@ -104,6 +116,10 @@ def _with_launch_facts(
             return
         stored, vector = _stored_data(kernel), vector_accessed_buffers(kernel)
         for param, arg in zip(kernel.params, node.args[8:]):
+            if isinstance(arg, Call) and hopper.TENSOR_MAP.matches(arg):
+                if param in stored and isinstance(arg.args[0], Var):
+                    written.add(arg.args[0])  # TMA stores write the buffer through the map
+                continue
             buf = kernel.buffer_of(param)
             if buf is None or not isinstance(arg, Var):
                 continue
@@ -128,11 +144,14 @@ def _with_launch_facts(
 
 
 def _stored_data(func: PrimFunc) -> set[Var]:
+    """The buffers ``func`` stores into, and the tensor maps its TMA stores write through."""
     found: set[Var] = set()
 
     def visit(node: object) -> None:
         if isinstance(node, BufferStore):
             found.add(node.buffer.data)
+        if isinstance(node, Call) and hopper.TMA_STORE.matches(node):
+            found.update(a for a in node.args[:1] if isinstance(a, Var))
 
     post_order_visit(func.body, visit)
     return found

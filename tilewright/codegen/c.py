@@ -33,6 +33,7 @@ from tilewright.ir.stmt import (
     For,
     ForKind,
 )
+from tilewright.transform.tensor_maps import tensor_map_buffers
 
 # Stack arrays up to this size; larger or symbolic allocations go to the heap.
 MAX_STACK_BYTES = 64 * 1024
@@ -437,6 +438,12 @@ def generate_c(mod: IRModule, symbol: Callable[[str], str] | None = None) -> CSo
     uses_heap = False
     symbols: dict[str, str] = {}
     for name, func in mod.items():
+        mapped = tensor_map_buffers(func.body)
+        if mapped:
+            raise CodegenError(
+                f"{name}: takes the TMA tensor map of buffer {', '.join(mapped)} "
+                "(tw.cuda.tensor_map); the c target has no tensor maps (cuda only)"
+            )
         exported = (symbol or c_symbol)(name)
         if exported in symbols:
             raise CodegenError(

@@ -24,6 +24,8 @@ from tilewright.codegen.c_like import (
 from tilewright.codegen.cuda_hopper import (
     HOPPER_EMITTERS,
     HOPPER_STATEMENT_EMITTERS,
+    TENSOR_MAP_STRUCT,
+    TENSOR_MAP_TYPE,
     HopperEmitters,
 )
 from tilewright.codegen.device_printer import (
@@ -80,6 +82,7 @@ class CUDAPrinter(HopperEmitters, DevicePrinter):
 
     target_name = "cuda"
     restrict = "__restrict__"
+    tensor_map_params = True
     helper_qualifier = "static __device__ __forceinline__"
     reserved_words: ClassVar[frozenset[str]] = frozenset(
         ["threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"]
@@ -119,6 +122,11 @@ class CUDAPrinter(HopperEmitters, DevicePrinter):
     def __init__(self) -> None:
         super().__init__()
         self.dyn_offset = 0
+
+    def expr_Var(self, e: Var) -> Expr:
+        if e in self.tensor_maps:  # a tensor map parameter: the kernel uses its address
+            return Expr(f"&{self.name_of(e)}", PREC_UNARY)
+        return super().expr_Var(e)
 
     def expr_FloatImm(self, e: FloatImm) -> Expr:
         # CUDA's device code has no INFINITY / NAN macros without math headers.
@@ -365,7 +373,11 @@ class CUDAPrinter(HopperEmitters, DevicePrinter):
         self, name: str, func: PrimFunc, params: list[tuple[Var, str, str | None]]
     ) -> str:
         texts = [
-            self.scalar_param(var, cname) if ctype is None else f"{ctype}* {self.restrict} {cname}"
+            f"const __grid_constant__ {TENSOR_MAP_TYPE} {cname}"
+            if var in self.tensor_maps
+            else self.scalar_param(var, cname)
+            if ctype is None
+            else f"{ctype}* {self.restrict} {cname}"
             for var, cname, ctype in params
         ]
         extents = thread_extents(func)
@@ -408,6 +420,8 @@ def generate_cuda(mod: IRModule) -> DeviceSource:
         lines.append("#include <cuda_fp16.h>")
     if "bfloat16" in uses:
         lines.append("#include <cuda_bf16.h>")
+    if any(p.tensor_maps for p in printers.values()):
+        lines.append(TENSOR_MAP_STRUCT)
     dynamic = {name: p.dyn_offset for name, p in printers.items()}
     # wgmma and setmaxnreg exist on the architecture-specific sm_90a only.
     arch = "sm_90a" if any(p.arch_specific for p in printers.values()) else ""

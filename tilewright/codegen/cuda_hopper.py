@@ -6,6 +6,10 @@ small ``static __device__`` helpers for the ones that take a loop or several ins
 ``HOPPER_EMITTERS`` join its emitter tables. A kernel that uses ``wgmma`` or ``setmaxnreg``
 marks its printer ``arch_specific``: it compiles for sm_90a only.
 
+A TMA map that the lowering made a kernel parameter (``tw.cuda.tensor_map``) is declared
+``const __grid_constant__ tw_tensor_map name`` (``TENSOR_MAP_STRUCT`` defines the type) and
+the copies take its address, ``&name``.
+
 Example (what ``T.evaluate(T.call_intrin("int32", "tw.cuda.wgmma_fence"))`` prints)::
 
     asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");
@@ -56,6 +60,13 @@ _DESCRIPTOR = (
     "       | (mode << 62);\n"
     "}\n"
 )
+
+
+# A TMA tensor map passed by value (``const __grid_constant__``): the 128 opaque bytes
+# cuTensorMapEncodeTiled writes, 64-byte aligned as the hardware reads them (NVRTC has no
+# cuda.h and so no CUtensorMap).
+TENSOR_MAP_TYPE = "tw_tensor_map"
+TENSOR_MAP_STRUCT = f"struct __align__(64) {TENSOR_MAP_TYPE} {{ unsigned long long opaque[16]; }};"
 
 
 def _const(value: PrimExpr, what: str, func: str) -> int:
@@ -219,6 +230,14 @@ class HopperEmitters:
             f'"r"({self.shared(dst)}), {ins} : "memory");'
         )
 
+    def emit_unlifted_tensor_map(self, call: Call) -> Expr:
+        """A tensor_map call left in a kernel: the GPU lowering makes each a parameter."""
+        data = call.args[0] if call.args else call
+        raise CodegenError(
+            f"{self.func_name}: the tensor map of {data} ({call.op}) is still a call; lower "
+            "the function for cuda (split_host_device makes it a kernel parameter)"
+        )
+
     def emit_elect(self, call: Call) -> Expr:
         self.helper("tw_elect_sync", _ELECT)
         return Expr("tw_elect_sync()")
@@ -274,6 +293,7 @@ HOPPER_STATEMENT_EMITTERS: dict[Intrinsic, StatementEmitter] = {
     hopper.STMATRIX: _on("emit_stmatrix"),
 }
 HOPPER_EMITTERS: dict[Intrinsic, Emitter] = {
+    hopper.TENSOR_MAP: lambda p, e: cast(HopperEmitters, p).emit_unlifted_tensor_map(e),
     hopper.ELECT_SYNC: lambda p, e: cast(HopperEmitters, p).emit_elect(e),
     hopper.WGMMA_DESCRIPTOR: lambda p, e: cast(HopperEmitters, p).emit_descriptor(e),
 }

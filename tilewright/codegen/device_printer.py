@@ -48,6 +48,7 @@ from tilewright.ir import (
 from tilewright.ir.intrinsics import Intrinsic
 from tilewright.ir.stmt import Allocate, Attrs, BufferStore, For, ForKind
 from tilewright.transform import is_aligned_ramp
+from tilewright.transform.tensor_maps import TensorMapRecord, kernel_tensor_maps
 
 THREAD_TAGS = tuple(f"{kind}.{axis}" for kind in ("blockIdx", "threadIdx") for axis in "xyz")
 _VECTOR_OPS = {Add: "+", Sub: "-", Mul: "*", Div: "/"}
@@ -82,9 +83,12 @@ class DevicePrinter(CLikePrinter, metaclass=ABCMeta):
     # (element dtype, lanes) → the vector type with arithmetic operators
     vector_types: ClassVar[dict[tuple[str, int], str]] = {}
     unroll_pragma = "#pragma unroll"
+    # whether kernels may take TMA tensor maps (``tw.tensor_maps``) as parameters
+    tensor_map_params = False
 
     def __init__(self) -> None:
         super().__init__()
+        self.tensor_maps: dict[Var, TensorMapRecord] = {}  # tensor-map parameters
         self.hoisted: list[str] = []
         self.uses: set[str] = set()  # features the prelude must provide (half, bfloat16, ...)
         self.vector_accessed: set[Var] = set()  # buffers read or written as vectors
@@ -267,6 +271,15 @@ class DevicePrinter(CLikePrinter, metaclass=ABCMeta):
     def kernel(self, name: str, func: PrimFunc) -> str:
         """The text of one device function named ``name``."""
         self.func_name = name
+        maps = kernel_tensor_maps(func)
+        if maps and not self.tensor_map_params:
+            buffers = ", ".join(m.buffer for m in maps)
+            raise CodegenError(
+                f"kernel {name} takes the TMA tensor map of buffer {buffers} "
+                f"(tw.cuda.tensor_map); the {self.target_name} target has no tensor maps "
+                "(cuda only)"
+            )
+        self.tensor_maps = {func.params[m.index]: m for m in maps}
         params: list[tuple[Var, str, str | None]] = []  # (var, C name, element type or None)
         for var in func.params:
             buf = func.buffer_of(var)

@@ -44,6 +44,7 @@ from tilewright.ir import (
     Var,
     intrinsics,
 )
+from tilewright.ir import intrinsics_hopper as hopper
 from tilewright.ir.stmt import AttrStmt, Evaluate, IfThenElse, LetStmt, SeqStmt, Stmt
 
 _BINARY: dict[type, str] = {
@@ -161,6 +162,10 @@ class _Writer:
         if isinstance(e, Select):
             return ["select", self.expr(e.condition), self.expr(e.true_value),
                     self.expr(e.false_value)]  # fmt: skip
+        if isinstance(e, Call) and hopper.TENSOR_MAP.matches(e):
+            # A kernel's tensor-map argument: the plan passes the buffer's argument; the
+            # kernel's TensorMapParam says how the runtime encodes its map.
+            return self.expr(e.args[0])
         if isinstance(e, Call) and intrinsics.IF_THEN_ELSE.matches(e):
             return ["select", *(self.expr(a) for a in e.args)]
         if isinstance(e, Cast):

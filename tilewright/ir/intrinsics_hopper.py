@@ -12,11 +12,20 @@ Example::
     >>> from tilewright.ir import intrinsics_hopper as hopper
     >>> hopper.MBARRIER_INIT.stmt(bar_address, 1)        # mbarrier.init.shared::cta.b64
     >>> hopper.WGMMA_FENCE.stmt()                         # wgmma.fence.sync.aligned
+    >>> hopper.tensor_map(A, (128, 64), swizzle=128)      # A's TMA map, a kernel parameter
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tilewright.ir.dtype import int32
+from tilewright.ir.expr import Call, IntImm
 from tilewright.ir.intrinsics import Effect, Intrinsic, ResultType, register
+
+if TYPE_CHECKING:
+    from tilewright.ir.buffer import Buffer
 
 MBARRIER_INIT = Intrinsic(
     "tw.cuda.mbarrier_init",
@@ -65,6 +74,17 @@ FENCE_PROXY_ASYNC = Intrinsic(
     "order this thread's generic-proxy shared-memory writes before later async-proxy reads "
     "(TMA stores, wgmma) (fence.proxy.async.shared::cta)",
 )
+TENSOR_MAP = Intrinsic(
+    "tw.cuda.tensor_map",
+    None,
+    ResultType.HANDLE,
+    doc="(data, *box, swizzle): the TMA tensor map of the global buffer whose data is data (a "
+    "parameter of the function: its whole shape, strides and dtype) read or written a box at a "
+    "time (box outermost first, constants), swizzle 0, 32, 64 or 128 bytes; a tma_load / "
+    "tma_store map argument. The GPU lowering makes each distinct one a kernel parameter that "
+    "the runtime encodes on the host and passes by value (__grid_constant__)",
+    min_args=3,
+)
 TMA_LOAD = Intrinsic(
     "tw.cuda.tma_load",
     None,
@@ -72,7 +92,8 @@ TMA_LOAD = Intrinsic(
     Effect.WRITE,
     "(dst, tensor_map, barrier, *coords): copy the box at coords (innermost first, 1 to 5) of "
     "the tensor map's global tensor into shared memory at dst; completes on the mbarrier as "
-    "transaction bytes (cp.async.bulk.tensor ... mbarrier::complete_tx::bytes)",
+    "transaction bytes (cp.async.bulk.tensor ... mbarrier::complete_tx::bytes); tensor_map is "
+    "a tensor_map call or the address of a 128-byte map in global memory",
     min_args=4,
 )
 TMA_STORE = Intrinsic(
@@ -174,6 +195,7 @@ STMATRIX = Intrinsic(
 )
 
 HOPPER: tuple[Intrinsic, ...] = (
+    TENSOR_MAP,
     MBARRIER_INIT,
     MBARRIER_ARRIVE,
     MBARRIER_ARRIVE_EXPECT_TX,
@@ -218,3 +240,22 @@ ASYNC_PROXY: tuple[Intrinsic, ...] = (
     MBARRIER_WAIT,
 )
 register(*HOPPER)
+
+
+def tensor_map(buffer: Buffer, box: Sequence[int], swizzle: int = 0) -> Call:
+    """The ``tw.cuda.tensor_map`` call describing global ``buffer`` (a parameter of the
+    function) copied a ``box`` at a time (outermost first), with a ``swizzle``-byte
+    shared-memory swizzle: what ``tma_load`` and ``tma_store`` take as their map.
+
+    Example::
+
+        >>> tmap = hopper.tensor_map(A, (128, 64), swizzle=128)   # A: T.Buffer((m, k), ...)
+        >>> hopper.TMA_LOAD.stmt(As.access_ptr("w"), tmap, bar, k0, m0)
+    """
+    if len(box) != buffer.ndim:
+        raise ValueError(
+            f"tensor_map of buffer {buffer.name}: the box {tuple(box)} has {len(box)} "
+            f"dimensions, the buffer {buffer.ndim}"
+        )
+    sizes = (IntImm(int(b), int32) for b in box)
+    return TENSOR_MAP.call(buffer.data, *sizes, IntImm(int(swizzle), int32))

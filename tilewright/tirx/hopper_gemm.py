@@ -12,15 +12,16 @@ each k tile into the next free stage), warpgroups 1 and 2 are consumers (each mu
 when ``full[s]`` completes (the copies' bytes arrived) and empty when ``empty[s]`` completes
 (both consumers arrived).
 
-The kernel reads the two tensor maps from global memory (``TA``, ``TB``: 128 bytes each, made
-by ``tilewright.runtime.cuda_runtime.tensor_map``) with boxes ``(block_m, 64)`` and
-``(block_n, 64)`` and 128-byte swizzles.
+The copies read A and Bt through TMA tensor maps (``tw.cuda.tensor_map``) with boxes
+``(block_m, 64)`` and ``(block_n, 64)`` and 128-byte swizzles: the lowering makes them
+``__grid_constant__`` kernel parameters, and the runtime encodes them on the host from the
+tensors the caller passes.
 
 Example::
 
     func = hopper_gemm(4096, 4096, 4096)
     f = tw.build(func, target="cuda")          # sm_90a
-    f(ta, tb, c)                                # ta, tb: tensor_map_array(...) of A and Bt
+    f(a, bt, c)                                 # torch tensors (or NDArray) on the GPU
 """
 
 from __future__ import annotations
@@ -107,14 +108,14 @@ def hopper_gemm(
     @T.prim_func
     @no_type_check
     def main(
-        TA: T.Buffer((128,), "uint8"),
-        TB: T.Buffer((128,), "uint8"),
+        A: T.Buffer((m, k), in_dtype),
+        Bt: T.Buffer((n, k), in_dtype),
         C: T.Buffer((m, n), out_dtype),
     ):
         for bx in T.thread_binding(grid, thread="blockIdx.x"):
             for tx in T.thread_binding(384, thread="threadIdx.x"):
                 with T.block("gemm"):
-                    T.reads(TA[0:128], TB[0:128])
+                    T.reads(A[0:m, 0:k], Bt[0:n, 0:k])
                     T.writes(C[0:m, 0:n])
                     As = T.alloc_buffer(
                         (stages * a_tile,), in_dtype, scope="shared.dyn", align=1024
@@ -176,7 +177,14 @@ def hopper_gemm(
                                                 "int32",
                                                 "tw.cuda.tma_load",
                                                 As.access_ptr("w", offset=g % stages * a_tile),
-                                                T.address_of(TA[0]),
+                                                T.call_intrin(
+                                                    "handle",
+                                                    "tw.cuda.tensor_map",
+                                                    A.data,
+                                                    block_m,
+                                                    BLOCK_K,
+                                                    SWIZZLE_ROW_BYTES,
+                                                ),
                                                 T.address_of(full[g % stages]),
                                                 kt * BLOCK_K,
                                                 tm * block_m,
@@ -187,7 +195,14 @@ def hopper_gemm(
                                                 "int32",
                                                 "tw.cuda.tma_load",
                                                 Bs.access_ptr("w", offset=g % stages * b_tile),
-                                                T.address_of(TB[0]),
+                                                T.call_intrin(
+                                                    "handle",
+                                                    "tw.cuda.tensor_map",
+                                                    Bt.data,
+                                                    block_n,
+                                                    BLOCK_K,
+                                                    SWIZZLE_ROW_BYTES,
+                                                ),
                                                 T.address_of(full[g % stages]),
                                                 kt * BLOCK_K,
                                                 tn * block_n,

@@ -9,7 +9,9 @@ sequence (with the source's top-level ``LetStmt`` bindings) of
 
 Each kernel is a device function ``f_kernel`` (``f_kernel_1``, ...): one handle parameter per
 buffer it uses (bound in ``buffer_map`` to the flat buffer the body indexes), then the scalars
-it reads; its body is the thread-bound nest, loops kept; its attributes give the launch extents
+it reads, then one handle per distinct TMA tensor map (``tw.cuda.tensor_map``, see
+``tensor_maps.py``; the host passes the call, the kernel's ``tw.tensor_maps`` attribute
+describes it); its body is the thread-bound nest, loops kept; its attributes give the launch extents
 and the bytes of dynamic shared memory.
 """
 
@@ -48,6 +50,7 @@ from tilewright.transform.device_kernels import (
     find_kernels,
     function_name,
 )
+from tilewright.transform.tensor_maps import TENSOR_MAPS_ATTR, lift_tensor_maps
 from tilewright.transform.verify_gpu_code import buffer_bytes
 
 
@@ -91,7 +94,7 @@ def _host_body(stmt: Stmt, launches: dict[int, Evaluate]) -> Stmt:
     return stmt  # T.evaluate(0), the only other statement find_kernels lets through
 
 
-def _launch(kernel: Kernel, device: PrimFunc, args: list[Var]) -> Evaluate:
+def _launch(kernel: Kernel, device: PrimFunc, args: list[PrimExpr]) -> Evaluate:
     def extent(tag: str) -> PrimExpr:
         return kernel.extents.get(tag, IntImm(1, int32))
 
@@ -105,9 +108,11 @@ def _launch(kernel: Kernel, device: PrimFunc, args: list[Var]) -> Evaluate:
 
 def _device_function(
     func: PrimFunc, kernel: Kernel, target_kind: str
-) -> tuple[PrimFunc, list[Var]]:
+) -> tuple[PrimFunc, list[PrimExpr]]:
+    lifted = lift_tensor_maps(kernel.root, func, kernel.name)
+    map_params = [var for var, _ in lifted.maps]
     uses = _Uses()
-    uses.visit(kernel.root)
+    uses.visit(lifted.body)
     order = {p: i for i, p in enumerate(func.params)}
     params_of = {buf.data: param for param, buf in func.buffer_map}
     buffers = []
@@ -121,16 +126,21 @@ def _device_function(
             )
         buffers.append(buffer)
     buffers.sort(key=lambda b: order[params_of[b.data]])
-    scalars = [v for v in uses.free if v not in uses.defined and v not in uses.buffers]
+    scalars = [
+        v
+        for v in uses.free
+        if v not in uses.defined and v not in uses.buffers and v not in map_params
+    ]
     scalars.sort(key=lambda v: order.get(v, len(order)))
     handles = [Var(b.name, handle) for b in buffers]
     dyn = sum(buffer_bytes(b) for b in uses.allocated if b.scope == "shared.dyn")
     extents: dict[str, AttrValue] = {
         tag: (e.value if isinstance(e, IntImm) else e) for tag, e in kernel.extents.items()
     }
+    maps = lifted.records(len(handles) + len(scalars))
     device = PrimFunc(
-        params=(*handles, *scalars),
-        body=kernel.root,
+        params=(*handles, *scalars, *map_params),
+        body=lifted.body,
         buffer_map=tuple(zip(handles, buffers)),
         attrs=attrs(
             {
@@ -140,10 +150,12 @@ def _device_function(
                 "thread_extent": attrs(extents),
                 "dyn_shared_memory_bytes": dyn,
                 **({"tir.noalias": True} if func.attr("tir.noalias", False) else {}),
+                **({TENSOR_MAPS_ATTR: tuple(m.to_attr() for m in maps)} if maps else {}),
             }
         ),
     )
-    return device, [b.data for b in buffers] + scalars
+    # The host passes each map as its tensor_map call: the map of that buffer parameter.
+    return device, [b.data for b in buffers] + scalars + [call for _, call in lifted.maps]
 
 
 class _Uses(Visitor):

@@ -187,9 +187,10 @@ class LoadedModule:
 
 
 class KernelArgs:
-    """Kernel arguments packed as the ``void**`` array cuLaunchKernel reads (kept alive here)."""
+    """Kernel arguments packed as the ``void**`` array cuLaunchKernel reads (kept alive here):
+    scalars and pointers, and byte arrays for parameters passed by value (tensor maps)."""
 
-    def __init__(self, values: Sequence[ctypes._SimpleCData]) -> None:
+    def __init__(self, values: Sequence[ctypes._SimpleCData | ctypes.Array]) -> None:
         self.values = list(values)
         self.pointers = (ctypes.c_void_p * max(1, len(self.values)))(
             *[ctypes.addressof(v) for v in self.values]

@@ -8,6 +8,10 @@ with the buffer pointers left as slots; a later call with the same key fills in 
 pointers (checking their alignment) and launches through ``RawLauncher``. Any other call
 takes the checked path, which raises the usual errors.
 
+A kernel's tensor-map parameters (``KernelInfo.tensor_maps``) are slots too: a cached
+launch encodes the maps of the new arrays (``TensorMapCache``: once per address) and copies
+them in.
+
 Only torch CUDA tensors, tilewright ``NDArray`` and Python scalars make a key; other
 arguments (cupy, objects exporting ``__cuda_array_interface__``) always take the checked
 path. Kernels with bounds checks never use the cache (each call reads the error record).
@@ -25,17 +29,29 @@ import ctypes
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from tilewright.artifact import FuncSignature
+from tilewright.artifact import TENSOR_MAP, FuncSignature, KernelInfo, TensorMapParam
 from tilewright.runtime.cuda_runtime.driver import KernelArgs, RawLauncher
+from tilewright.runtime.cuda_runtime.tensor_map_args import (
+    MapStorage,
+    TensorMapCache,
+    fill,
+    map_storage,
+)
 from tilewright.runtime.module import Runner
 from tilewright.runtime.ndarray import NDArray
 
+# A tensor map the cached launch encodes again for the new pointer: (its storage in the
+# packed arguments, the function parameter it describes, its record).
+MapSlot = tuple[MapStorage, int, TensorMapParam]
 # (kernel handle, kernel name, grid, block, dynamic shared bytes, packed arguments,
-#  [(pointer slot, parameter index)])
-Step = tuple[int, str, tuple[int, ...], tuple[int, ...], int, KernelArgs, list[tuple[Any, int]]]
+#  [(pointer slot, parameter index)], [map slot])
+Step = tuple[
+    int, str, tuple[int, ...], tuple[int, ...], int, KernelArgs, list[tuple[Any, int]],
+    list[MapSlot],
+]  # fmt: skip
 
 
 class CUDARunner(Runner):
@@ -55,11 +71,23 @@ class LaunchCache:
         sig: the function's signature (which parameters are buffers, their alignment).
         launcher: the raw launcher of the function's device.
         limit: how many argument keys to keep (the oldest is dropped).
+        kernels: the module's kernels (which of their parameters are tensor maps).
+        maps: the encoded tensor maps (shared with the checked path).
     """
 
-    def __init__(self, sig: FuncSignature, launcher: RawLauncher, limit: int = 16) -> None:
+    def __init__(
+        self,
+        sig: FuncSignature,
+        launcher: RawLauncher,
+        limit: int = 16,
+        *,
+        kernels: Mapping[str, KernelInfo] | None = None,
+        maps: TensorMapCache | None = None,
+    ) -> None:
         self.arity = len(sig.params)
         self.buffers = [(i, max(1, p.align)) for i, p in enumerate(sig.params) if p.is_buffer]
+        self.kernels = dict(kernels or {})
+        self.maps = maps if maps is not None else TensorMapCache()
         self.launcher = launcher
         self.limit = limit
         self.entries: OrderedDict[Hashable, list[Step]] = OrderedDict()
@@ -77,13 +105,21 @@ class LaunchCache:
             if address % align:
                 return False  # the checked path names the misaligned argument
             pointers[i] = address
+        # The maps of the new arrays (encoded once per address, then looked up).
+        encoded = [
+            [(storage, self.maps.encode(param, args[i], name)) for storage, i, param in maps]
+            for _, name, _, _, _, _, _, maps in steps
+        ]
         stream = _stream(args)
         launcher = self.launcher
         with self.lock:  # the slots are shared: fill and launch as one
             launcher.activate()
-            for function, name, grid, block, shared, packed, slots in steps:
+            for step, step_maps in zip(steps, encoded):
+                function, name, grid, block, shared, packed, slots, _ = step
                 for slot, index in slots:
                     slot.value = pointers[index]
+                for storage, raw in step_maps:
+                    fill(storage, raw)
                 launcher.launch(function, name, grid, block, shared, stream, packed)
         return True
 
@@ -97,10 +133,22 @@ class LaunchCache:
         for function, item, packed_before in run.steps:
             if min(*item.grid, *item.block) <= 0:
                 continue  # an empty grid runs nothing
-            values: list[ctypes._SimpleCData] = []
+            values: list[ctypes._SimpleCData | ctypes.Array] = []
             slots: list[tuple[Any, int]] = []
-            for value, old in zip(item.args, packed_before.values):
-                if id(value) in buffers:
+            map_slots: list[MapSlot] = []
+            info = self.kernels.get(item.kernel)
+            kinds = info.params if info is not None else (None,) * len(item.args)
+            records = {m.index: m for m in info.tensor_maps} if info is not None else {}
+            for position, (value, old, kind) in enumerate(
+                zip(item.args, packed_before.values, kinds)
+            ):
+                if kind == TENSOR_MAP:
+                    if id(value) not in buffers:
+                        return  # a map of something the key does not describe
+                    storage = map_storage(bytes(old))
+                    map_slots.append((storage, buffers[id(value)], records[position]))
+                    values.append(storage)
+                elif id(value) in buffers:
                     slot = ctypes.c_void_p(0)
                     slots.append((slot, buffers[id(value)]))
                     values.append(slot)
@@ -111,7 +159,7 @@ class LaunchCache:
             handle = int(function)
             packed = KernelArgs(values)
             steps.append((handle, item.kernel, item.grid, item.block, item.dyn_shared_bytes,
-                          packed, slots))  # fmt: skip
+                          packed, slots, map_slots))  # fmt: skip
         with self.lock:
             self.entries[key] = steps
             while len(self.entries) > self.limit:

@@ -1,7 +1,8 @@
 """``CUDAModule``: CUDA source and its cubin; loads into the GPU on first use and launches.
 
 Building needs no GPU (the cubin is compiled for the target's arch); running does, and
-without one every call raises ``CUDAError`` ("no CUDA device ...").
+without one every call raises ``CUDAError`` ("no CUDA device ..."). A kernel's tensor-map
+parameters are encoded from their arrays when the launch is packed (``tensor_map_args``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from tilewright.artifact import Artifact, FuncSignature, Launch
+from tilewright.artifact import TENSOR_MAP, Artifact, FuncSignature, Launch
 from tilewright.runtime.cuda_runtime import driver
 from tilewright.runtime.cuda_runtime.launch_cache import CUDARunner, LaunchCache, torch_stream
 from tilewright.runtime.cuda_runtime.memory import DeviceAllocation
+from tilewright.runtime.cuda_runtime.tensor_map_args import TensorMapCache
 from tilewright.runtime.device import Device
 from tilewright.runtime.gpu_module import DeviceModule
 from tilewright.runtime.module import Runner
@@ -55,6 +57,7 @@ class CUDAModule(DeviceModule):
         self.cubin = artifact.binary
         self.arch = artifact.arch
         self._loaded: driver.LoadedModule | None = None
+        self.maps = TensorMapCache()  # encoded tensor maps, shared with the launch cache
         self._ready = False  # prepare() passed once: the device and its arch do not change
 
     def prepare(self) -> None:
@@ -84,14 +87,21 @@ class CUDAModule(DeviceModule):
         module = self.loaded()
         steps = []
         for item in launches:
-            types = self.kernels[item.kernel].params
+            info = self.kernels[item.kernel]
+            types = info.params
             if len(types) != len(item.args):
                 raise driver.CUDAError(
                     f"kernel {item.kernel} takes {len(types)} arguments; the host passes "
                     f"{len(item.args)}"
                 )
+            maps = {m.index: m for m in info.tensor_maps}
             packed = driver.KernelArgs(
-                [_ctype(v, t, item.kernel) for v, t in zip(item.args, types)]
+                [
+                    self.maps.argument(maps[i], v, item.kernel)
+                    if t == TENSOR_MAP
+                    else _ctype(v, t, item.kernel)
+                    for i, (v, t) in enumerate(zip(item.args, types))
+                ]
             )
             shared = max(item.dyn_shared_bytes, self.kernels[item.kernel].dyn_shared_bytes)
             function = module.function(item.kernel, shared)
@@ -114,7 +124,9 @@ class CUDAModule(DeviceModule):
         if sig.bounds_checks:
             return None
         launcher = driver.RawLauncher.create(self.device.device_id)
-        return LaunchCache(sig, launcher) if launcher is not None else None
+        if launcher is None:
+            return None
+        return LaunchCache(sig, launcher, kernels=self.kernels, maps=self.maps)
 
     def measure(self, run: Callable[[], None], count: int) -> float:
         """Seconds for ``count`` calls of ``run``, from CUDA events on its stream."""

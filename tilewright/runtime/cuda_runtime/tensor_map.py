@@ -6,8 +6,9 @@ copies (``tw.cuda.tma_load`` / ``tma_store``), encoded on the host by the driver
 call (box at most 256 elements a dimension, its innermost row a multiple of 16 bytes and, with
 a swizzle, at most the swizzle's width; strides multiples of 16 bytes); ``encode_tiled``
 returns the descriptor's bytes for a device pointer. A kernel may read the descriptor from
-global memory (``tensor_map_array`` copies it there) or, later, as a ``__grid_constant__``
-parameter.
+global memory (``tensor_map_array`` copies it there) or take it by value as a
+``__grid_constant__`` parameter (``tw.cuda.tensor_map``; ``tensor_map_args.py`` encodes
+those at launch).
 
 Example::
 
