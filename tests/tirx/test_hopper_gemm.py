@@ -91,6 +91,9 @@ def test_it_compiles_for_sm_90a() -> None:
         ((500, 512, 512), {}, "not a multiple of the 128 x 128 x 64 tile"),
         ((512, 512, 512), {"block_m": 64}, "block_m is 128"),
         ((512, 512, 512), {"block_n": 100}, "multiple of 8 up to 256"),
+        ((512, 512, 512), {"block_n": 256, "stages": 5}, "5 stages of 48 KB .* do not fit"),
+        ((512, 512, 512), {"stages": 1}, "at least 2 stages"),
+        ((512, 512, 512), {"in_dtype": "float32"}, "float16 or bfloat16, not float32"),
     ],
 )
 def test_sizes_it_cannot_take_are_refused(args, kwargs, message) -> None:

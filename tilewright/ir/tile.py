@@ -16,9 +16,11 @@ from tilewright.ir.node import Node, node
 from tilewright.ir.stmt import Attrs, Stmt
 
 EXEC_SCOPES = ("thread", "warp", "warpgroup", "cta")
-SCOPE_ID_KINDS = ("cta_id", "warp_id", "lane_id", "thread_id")
+SCOPE_ID_KINDS = ("cta_id", "warpgroup_id", "warp_id", "lane_id", "thread_id")
 WARP_SIZE = 32
 WARPGROUP_SIZE = 128
+# Trailing expression arguments of tile ops that the script spells as keywords, by op.
+KEYWORD_ARGS: dict[str, tuple[str, ...]] = {"gemm": ("accum",), "gemm_async": ("accum",)}
 
 
 @node
@@ -32,8 +34,9 @@ class DeviceEntry(Stmt):
 class ScopeId(Stmt):
     """``bx = T.cta_id([n])``, ``lane = T.lane_id([32])``, ...: launch shape and index variables.
 
-    ``kind`` is one of ``cta_id``, ``warp_id``, ``lane_id``, ``thread_id``; ``vars`` has one
-    variable per entry of ``extents``; ``body`` is the rest of the kernel, where they are bound.
+    ``kind`` is one of ``cta_id``, ``warpgroup_id``, ``warp_id``, ``lane_id``, ``thread_id``;
+    ``vars`` has one variable per entry of ``extents``; ``body`` is the rest of the kernel,
+    where they are bound.
     """
 
     vars: tuple[Var, ...]

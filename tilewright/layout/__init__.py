@@ -13,6 +13,7 @@ Example::
 
 from tilewright.ir.layout import Layout
 from tilewright.layout.builder import S, laneid, tid, tx, warpid
+from tilewright.layout.fragment import wgmma_accumulator_layout, wgmma_fragment_coord
 from tilewright.layout.grouping import LayoutError, refine
 from tilewright.layout.partition import align, contiguous_tail, partition
 from tilewright.layout.shard import Iter
@@ -35,4 +36,6 @@ __all__ = [
     "tid",
     "tx",
     "warpid",
+    "wgmma_accumulator_layout",
+    "wgmma_fragment_coord",
 ]

@@ -36,6 +36,7 @@ K_STEP = 16
 BLOCK_K = 64
 SWIZZLE_ROW_BYTES = 128
 SWIZZLE_ATOM_BYTES = 1024  # 8 rows of 128 bytes: the descriptor's stride between row groups
+SHARED_BYTES = 227 * 1024  # the most dynamic shared memory a block may have on sm_90
 
 
 def grouped_tile(t: Any, tiles_m: int, tiles_n: int, group: int) -> tuple[Any, Any]:
@@ -93,9 +94,17 @@ def hopper_gemm(
         )
     if grid < 1 or group_m < 1:
         raise ValueError(f"hopper_gemm: grid ({grid}) and group_m ({group_m}) must be positive")
+    if in_dtype not in ("float16", "bfloat16"):
+        raise ValueError(f"hopper_gemm: the inputs are float16 or bfloat16, not {in_dtype}")
     ab = {"float16": "f16", "bfloat16": "bf16"}[in_dtype]
     a_tile, b_tile = block_m * BLOCK_K, block_n * BLOCK_K  # elements of one stage
     tx_bytes = (a_tile + b_tile) * 2
+    if stages < 2 or stages * tx_bytes + 16 * stages > SHARED_BYTES:
+        raise ValueError(
+            f"hopper_gemm: {stages} stages of {tx_bytes // 1024} KB (a {block_m} x {block_n} "
+            f"tile) do not fit the {SHARED_BYTES // 1024} KB of shared memory a block may have "
+            "(at least 2 stages)"
+        )
     k_tiles = k // BLOCK_K
     tiles_m, tiles_n = m // block_m, n // block_n
     tiles = tiles_m * tiles_n

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from tilewright.ir import BufferRegion, Call, Node
 from tilewright.ir.intrinsics import ADDRESS_OF, CTA_SYNC, Intrinsic, lookup_or_none
 from tilewright.ir.stmt import Stmt
-from tilewright.ir.tile import DeviceEntry, ScopeId, TileOp, has_tirx
+from tilewright.ir.tile import KEYWORD_ARGS, DeviceEntry, ScopeId, TileOp, has_tirx
 
 if TYPE_CHECKING:
     from tilewright.ir.printer.expr import ExprPrinter
@@ -48,6 +48,10 @@ def print_tile_stmt(printer: StmtPrinter, s: Stmt) -> bool:
         args = [
             printer.region(a) if isinstance(a, BufferRegion) else printer.expr(a) for a in s.args
         ]
+        keywords = KEYWORD_ARGS.get(s.op, ())
+        if keywords and len(args) >= len(keywords):
+            first = len(args) - len(keywords)
+            args[first:] = [f"{key}={text}" for key, text in zip(keywords, args[first:])]
         args += [f"{key}={printer.attr_value(value)}" for key, value in s.attrs]
         printer.emit(f"Tx.{s.scope}.{s.op}({', '.join(args)})")
         return True

@@ -1,12 +1,15 @@
-"""``T.cuda``: CUDA intrinsics of tile programs (barrier and vector byte copies).
+"""``T.cuda``: CUDA intrinsics of tile programs (barrier, vector byte copies, and the Hopper
+fences and wgmma group waits that tile programs around ``Tx.warpgroup.gemm`` need).
 
 Each function returns a ``Call``; as a statement it becomes ``Evaluate`` (see
-``tilewright.ir.intrinsics``, ``CTA_SYNC`` and ``COPY_BYTES``, for their meaning).
+``tilewright.ir.intrinsics``, ``CTA_SYNC`` and ``COPY_BYTES``, and
+``tilewright.ir.intrinsics_hopper`` for their meaning).
 """
 
 from __future__ import annotations
 
 from tilewright.ir import Call, IntImm, PrimExpr
+from tilewright.ir import intrinsics_hopper as hopper
 from tilewright.ir.dtype import int32
 from tilewright.ir.intrinsics import COPY_BYTES, COPY_WIDTHS, CTA_SYNC
 
@@ -50,3 +53,39 @@ def copy_64b(dst: PrimExpr, src: PrimExpr) -> Call:
 def copy_128b(dst: PrimExpr, src: PrimExpr) -> Call:
     """A 16-byte copy (``uint4``)."""
     return copy_bytes(dst, src, 16)
+
+
+def fence_proxy_async() -> Call:
+    """``T.cuda.fence_proxy_async()``: order this thread's ordinary shared-memory writes before
+    later async-proxy reads (wgmma, TMA stores); each writer runs it before the barrier.
+
+    Example::
+
+        Tx.cta.copy(A_smem[0:128, 0:64], A[0:128, 0:64])
+        T.cuda.fence_proxy_async()
+        T.cuda.cta_sync()
+    """
+    return hopper.FENCE_PROXY_ASYNC.call()
+
+
+def wgmma_fence() -> Call:
+    """``T.cuda.wgmma_fence()``: order register and shared-memory accesses before the
+    warpgroup's next wgmma (``Tx.warpgroup.gemm`` emits it itself)."""
+    return hopper.WGMMA_FENCE.call()
+
+
+def wgmma_commit_group() -> Call:
+    """``T.cuda.wgmma_commit_group()``: close the warpgroup's group of wgmmas issued so far."""
+    return hopper.WGMMA_COMMIT_GROUP.call()
+
+
+def wgmma_wait_group(pending: object) -> Call:
+    """``T.cuda.wgmma_wait_group(n)``: wait until at most ``n`` (a constant) of the warpgroup's
+    wgmma groups are in flight; ``0`` completes every ``Tx.warpgroup.gemm_async`` issued.
+
+    Example: ``T.cuda.wgmma_wait_group(0)`` before reading the accumulator.
+    """
+    count = pending.value if isinstance(pending, IntImm) else pending
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 7:
+        raise ValueError(f"T.cuda.wgmma_wait_group takes a constant 0 to 7, got {pending!r}")
+    return hopper.WGMMA_WAIT_GROUP.call(IntImm(count, int32))

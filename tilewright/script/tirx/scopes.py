@@ -1,8 +1,9 @@
 """Kernel entry and execution-scope declarations of the tirx ``T`` namespace.
 
-``T.device_entry()`` starts a kernel; ``bx = T.cta_id([n])``, ``T.warp_id([w])``,
-``T.lane_id([32])`` and ``T.thread_id([t])`` declare the launch shape and bind index
-variables for the rest of the body (``ScopeId`` statements that ``LowerTIRx`` lowers).
+``T.device_entry()`` starts a kernel; ``bx = T.cta_id([n])``, ``T.warpgroup_id([g])``,
+``T.warp_id([w])``, ``T.lane_id([32])`` and ``T.thread_id([t])`` declare the launch shape
+and bind index variables for the rest of the body (``ScopeId`` statements that
+``LowerTIRx`` lowers).
 """
 
 from __future__ import annotations
@@ -65,6 +66,19 @@ def device_entry() -> DeviceEntryDirective:
 def cta_id(extents: Sequence[int]) -> ScopeIdDirective:
     """``bx = T.cta_id([n])``: ``n`` CTAs (up to 3 dims: ``bx, by = T.cta_id([4, 2])``)."""
     return ScopeIdDirective("cta_id", extents)
+
+
+def warpgroup_id(extents: Sequence[int]) -> ScopeIdDirective:
+    """``wg = T.warpgroup_id([2])``: 2 warpgroups (128 threads each) per CTA; ``wg`` is the
+    running warpgroup's index, ``threadIdx.x // 128``.
+
+    Example::
+
+        wg = T.warpgroup_id([2])
+        T.thread_id([256])
+        Tx.warpgroup.gemm(acc, A_smem[wg * 64 : wg * 64 + 64, 0:64], B_smem, accum=True)
+    """
+    return ScopeIdDirective("warpgroup_id", extents)
 
 
 def warp_id(extents: Sequence[int]) -> ScopeIdDirective:

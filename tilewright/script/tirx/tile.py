@@ -1,17 +1,19 @@
 """``Tx``: tile primitives by execution scope (``from tilewright.script.tirx import tile as Tx``).
 
-``Tx.warp.copy(dst, src)`` and ``Tx.cta.fill(region, value)`` build ``TileOp`` statements;
-``dispatch="name"`` forces one implementation variant.
+``Tx.warp.copy(dst, src)``, ``Tx.cta.fill(region, value)`` and ``Tx.warpgroup.gemm(C, A, B)``
+build ``TileOp`` statements; ``dispatch="name"`` forces one implementation variant.
+``Tx.wg`` is ``Tx.warpgroup``.
 
 Example::
 
     Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])
     Tx.cta.fill(C_smem[0:64, 0:64], T.float32(0))
+    Tx.wg.gemm(acc[0:64, 0:128], A_smem[0:64, 0:64], B_smem[0:128, 0:64], accum=k > 0)
 """
 
 from __future__ import annotations
 
-from tilewright.ir import Buffer, BufferRegion, PrimExpr, attrs, op
+from tilewright.ir import Buffer, BufferRegion, IntImm, PrimExpr, attrs, op
 from tilewright.ir.tile import TileOp
 
 
@@ -45,6 +47,77 @@ class ExecScope:
             raise TypeError(f"Tx.{self.name}.fill: value must be a scalar, got {value!r}")
         return TileOp("fill", self.name, (target, value), _options(dispatch))
 
+    def gemm(
+        self,
+        C: object,
+        A: object,
+        B: object,
+        transA: bool = False,
+        transB: bool = False,
+        accum: object = False,
+        dispatch: str | None = None,
+    ) -> TileOp:
+        """``Tx.<scope>.gemm(C, A, B, accum=...)``: ``C[m, n] (+)= sum_k A[m, k] * B[n, k]``,
+        complete when the op returns.
+
+        TVM TIRx's convention: ``transA=False`` means A is K-major (an ``M x K`` region),
+        ``transB=False`` that B is K-major (``N x K``); ``True`` gives ``K x M`` / ``K x N``.
+        ``accum`` (a bool or a boolean expression such as ``k > 0``) adds the product to C
+        instead of overwriting C.
+
+        Example: ``Tx.wg.gemm(acc, A_smem[0:64, 0:64], B_smem[0:128, 0:64], accum=True)``.
+        """
+        return self._gemm("gemm", C, A, B, transA, transB, accum, dispatch)
+
+    def gemm_async(
+        self,
+        C: object,
+        A: object,
+        B: object,
+        transA: bool = False,
+        transB: bool = False,
+        accum: object = False,
+        dispatch: str | None = None,
+    ) -> TileOp:
+        """``Tx.<scope>.gemm_async(C, A, B, accum=...)``: as ``gemm``, but the product is left
+        in flight; the ``wgmma`` variant commits one wgmma group, which the caller waits for
+        with ``T.cuda.wgmma_wait_group(n)`` before reading C or overwriting A and B.
+
+        Example::
+
+            Tx.wg.gemm_async(acc, A_smem[0:64, 0:64], B_smem[0:128, 0:64], accum=True)
+            T.cuda.wgmma_wait_group(0)
+        """
+        return self._gemm("gemm_async", C, A, B, transA, transB, accum, dispatch)
+
+    def _gemm(
+        self,
+        name: str,
+        C: object,
+        A: object,
+        B: object,
+        transA: bool,
+        transB: bool,
+        accum: object,
+        dispatch: str | None,
+    ) -> TileOp:
+        where = f"Tx.{self.name}.{name}"
+        regions = tuple(_region(x, f"{where}: {n}") for x, n in ((C, "C"), (A, "A"), (B, "B")))
+        flags = {}
+        for key, flag in (("transA", transA), ("transB", transB)):
+            flag = flag.value if isinstance(flag, IntImm) else flag
+            if not isinstance(flag, bool | int) or flag not in (0, 1):
+                raise TypeError(f"{where}: {key} must be True or False, got {flag!r}")
+            if flag:
+                flags[key] = True
+        if isinstance(accum, bool | int):
+            accum = op.convert(bool(accum))
+        if not isinstance(accum, PrimExpr):
+            raise TypeError(f"{where}: accum must be a bool or a boolean expression, got {accum!r}")
+        options = dict(_options(dispatch))
+        options.update(flags)
+        return TileOp(name, self.name, (*regions, accum), attrs(options))
+
     def __repr__(self) -> str:
         return f"Tx.{self.name}"
 
@@ -59,5 +132,6 @@ thread = ExecScope("thread")
 warp = ExecScope("warp")
 warpgroup = ExecScope("warpgroup")
 cta = ExecScope("cta")
+wg = warpgroup
 
-__all__ = ["cta", "thread", "warp", "warpgroup"]
+__all__ = ["cta", "thread", "warp", "warpgroup", "wg"]

@@ -1,11 +1,12 @@
 """``LowerTIRx``: a module with tile programs → plain TIR the GPU pipeline understands.
 
 Input: functions holding ``T.device_entry()``, execution-scope ids (``T.cta_id``,
-``T.lane_id``, ...), tile primitives (``Tx.warp.copy``, ...), ``T.cuda.cta_sync()`` and
-buffers with layouts. Output: the kernel body inside ``blockIdx.x`` / ``threadIdx.x``
-thread-binding loops, scope ids as ``LetStmt`` of thread-index expressions, each tile op
-replaced by the statement of the variant dispatch chose, barriers as ``tw.sync_threads()``
-and laid-out buffers as flat 1-D buffers indexed through their layouts.
+``T.warpgroup_id``, ``T.lane_id``, ...), tile primitives (``Tx.warp.copy``, ...),
+``T.cuda.cta_sync()`` and buffers with layouts. Output: the kernel body inside
+``blockIdx.x`` / ``threadIdx.x`` thread-binding loops, scope ids as ``LetStmt`` of
+thread-index expressions, each tile op replaced by the statement of the variant dispatch
+chose, barriers as ``tw.sync_threads()`` and laid-out buffers as flat 1-D buffers indexed
+through their layouts.
 """
 
 from __future__ import annotations
@@ -100,11 +101,14 @@ class _Launch:
 
     @property
     def threads(self) -> int:
-        """Threads per CTA: ``thread_id``'s extent, else 32 per warp, else one warp or one."""
+        """Threads per CTA: ``thread_id``'s extent, else 32 per warp, else 128 per warpgroup,
+        else one warp or one."""
         if "thread_id" in self.ids:
             return self.ids["thread_id"][1]
         if "warp_id" in self.ids:
             return self.ids["warp_id"][1] * WARP_SIZE
+        if "warpgroup_id" in self.ids:
+            return self.ids["warpgroup_id"][1] * WARPGROUP_SIZE
         if "lane_id" in self.ids:
             return WARP_SIZE
         return 1
@@ -130,13 +134,7 @@ class _Lowering(Mutator):
             raise TIRxError("T.device_entry() inside a kernel: kernels do not nest")
         launch = self.launch = _Launch()
         pre_order_visit(entry.body, lambda n: self._declare(n, launch))
-        if "thread_id" in launch.ids and "warp_id" in launch.ids:
-            warps, threads = launch.ids["warp_id"][1], launch.ids["thread_id"][1]
-            if warps * WARP_SIZE != threads:
-                raise TIRxError(
-                    f"T.warp_id([{warps}]) and T.thread_id([{threads}]) disagree: "
-                    f"{warps} warps of {WARP_SIZE} threads are {warps * WARP_SIZE} threads"
-                )
+        _check_launch(launch)
         try:
             body = cast(Stmt, self.visit(entry.body))  # a Mutator maps a statement to one
         finally:
@@ -176,6 +174,7 @@ class _Lowering(Mutator):
             "thread_id": launch.tx,
             "lane_id": op.floormod(launch.tx, WARP_SIZE),
             "warp_id": op.floordiv(launch.tx, WARP_SIZE),
+            "warpgroup_id": op.floordiv(launch.tx, WARPGROUP_SIZE),
         }[scope.kind]
         return LetStmt(var, value, body)
 
@@ -200,10 +199,11 @@ class _Lowering(Mutator):
     def _narrowed_by(self, scope: str, launch: _Launch) -> str | None:
         """The innermost enclosing condition that splits the threads of one ``scope``."""
         warp = launch.ids.get("warp_id", (None, 0))[0]
+        group = launch.ids.get("warpgroup_id", (None, 0))[0]
         uniform: dict[str, AbstractSet[Var | None]] = {
             "thread": launch.thread_vars(),
-            "warp": {warp},
-            "warpgroup": set(),
+            "warp": {warp, group},
+            "warpgroup": {group},
         }
         for text, used in reversed(self.narrowing):
             if scope == "cta" or not used <= uniform.get(scope, set()):
@@ -270,6 +270,23 @@ class _Lowering(Mutator):
         value = self.visit(store.value)
         index = _laid_out(store.buffer, indices)
         return BufferStore(self._flat(store.buffer), value, (index,))
+
+
+def _check_launch(launch: _Launch) -> None:
+    """The thread counts that ``thread_id``, ``warp_id`` and ``warpgroup_id`` imply agree."""
+    counts = {
+        kind: launch.ids[kind][1] * size
+        for kind, size in (
+            ("warpgroup_id", WARPGROUP_SIZE),
+            ("warp_id", WARP_SIZE),
+            ("thread_id", 1),
+        )
+        if kind in launch.ids
+    }
+    if len(set(counts.values())) > 1:
+        spelled = " and ".join(f"T.{kind}([{launch.ids[kind][1]}])" for kind in counts)
+        implied = ", ".join(f"{count} threads" for count in counts.values())
+        raise TIRxError(f"{spelled} disagree: they imply {implied}")
 
 
 def _laid_out(buffer: Buffer, indices: tuple[object, ...]) -> PrimExpr:
