@@ -20,7 +20,12 @@ SCOPE_ID_KINDS = ("cta_id", "warpgroup_id", "warp_id", "lane_id", "thread_id")
 WARP_SIZE = 32
 WARPGROUP_SIZE = 128
 # Trailing expression arguments of tile ops that the script spells as keywords, by op.
-KEYWORD_ARGS: dict[str, tuple[str, ...]] = {"gemm": ("accum",), "gemm_async": ("accum",)}
+# Only expression arguments after the last region print so (``copy_async``'s mbar is optional).
+KEYWORD_ARGS: dict[str, tuple[str, ...]] = {
+    "gemm": ("accum",),
+    "gemm_async": ("accum",),
+    "copy_async": ("mbar",),
+}
 
 
 @node

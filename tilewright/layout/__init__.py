@@ -13,7 +13,12 @@ Example::
 
 from tilewright.ir.layout import Layout
 from tilewright.layout.builder import S, laneid, tid, tx, warpid
-from tilewright.layout.fragment import wgmma_accumulator_layout, wgmma_fragment_coord
+from tilewright.layout.fragment import (
+    mma_accumulator_layout,
+    mma_fragment_coord,
+    wgmma_accumulator_layout,
+    wgmma_fragment_coord,
+)
 from tilewright.layout.grouping import LayoutError, refine
 from tilewright.layout.partition import align, contiguous_tail, partition
 from tilewright.layout.shard import Iter
@@ -31,6 +36,8 @@ __all__ = [
     "align",
     "contiguous_tail",
     "laneid",
+    "mma_accumulator_layout",
+    "mma_fragment_coord",
     "partition",
     "refine",
     "tid",

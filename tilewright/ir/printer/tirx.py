@@ -48,8 +48,11 @@ def print_tile_stmt(printer: StmtPrinter, s: Stmt) -> bool:
         args = [
             printer.region(a) if isinstance(a, BufferRegion) else printer.expr(a) for a in s.args
         ]
-        keywords = KEYWORD_ARGS.get(s.op, ())
-        if keywords and len(args) >= len(keywords):
+        trailing = len(s.args)
+        while trailing and not isinstance(s.args[trailing - 1], BufferRegion):
+            trailing -= 1
+        keywords = KEYWORD_ARGS.get(s.op, ())[: len(s.args) - trailing]
+        if keywords:
             first = len(args) - len(keywords)
             args[first:] = [f"{key}={text}" for key, text in zip(keywords, args[first:])]
         args += [f"{key}={printer.attr_value(value)}" for key, value in s.attrs]

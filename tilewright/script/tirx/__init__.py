@@ -3,8 +3,8 @@
 Every name of the TIR namespace (``T.prim_func``, ``T.match_buffer``, dtypes, ...) plus the
 tile layer's: ``T.device_entry``, ``T.cta_id``, ``T.warpgroup_id``, ``T.warp_id``,
 ``T.lane_id``, ``T.thread_id``, ``T.cuda.*``, ``T.address_of``, ``T.alloc_buffer(...,
-layout=)``, the layout classes and ``T.wgmma_accumulator_layout``. Tile primitives are in
-``tilewright.script.tirx.tile`` (``Tx``).
+layout=)``, the layout classes, ``T.wgmma_accumulator_layout`` and
+``T.mma_accumulator_layout``. Tile primitives are in ``tilewright.script.tirx.tile`` (``Tx``).
 """
 
 from tilewright.layout import (
@@ -12,6 +12,7 @@ from tilewright.layout import (
     S,
     SwizzleLayout,
     TileLayout,
+    mma_accumulator_layout,
     wgmma_accumulator_layout,
 )
 from tilewright.script.tir import *  # noqa: F403 - this namespace extends TIR's

@@ -1,5 +1,6 @@
-"""``T.cuda``: CUDA intrinsics of tile programs (barrier, vector byte copies, and the Hopper
-fences and wgmma group waits that tile programs around ``Tx.warpgroup.gemm`` need).
+"""``T.cuda``: CUDA intrinsics of tile programs (barrier, vector byte copies, the Hopper fences
+and wgmma group waits around ``Tx.warpgroup.gemm``, and the mbarriers, cp.async groups and bulk
+groups that complete ``Tx.<scope>.copy_async``).
 
 Each function returns a ``Call``; as a statement it becomes ``Evaluate`` (see
 ``tilewright.ir.intrinsics``, ``CTA_SYNC`` and ``COPY_BYTES``, and
@@ -8,10 +9,17 @@ Each function returns a ``Call``; as a statement it becomes ``Evaluate`` (see
 
 from __future__ import annotations
 
-from tilewright.ir import Call, IntImm, PrimExpr
+from tilewright.ir import BufferLoad, BufferRegion, Call, IntImm, PrimExpr, op
 from tilewright.ir import intrinsics_hopper as hopper
 from tilewright.ir.dtype import int32
-from tilewright.ir.intrinsics import COPY_BYTES, COPY_WIDTHS, CTA_SYNC
+from tilewright.ir.intrinsics import (
+    ADDRESS_OF,
+    COPY_BYTES,
+    COPY_WIDTHS,
+    CP_ASYNC_COMMIT,
+    CP_ASYNC_WAIT,
+    CTA_SYNC,
+)
 
 
 def cta_sync() -> Call:
@@ -89,3 +97,135 @@ def wgmma_wait_group(pending: object) -> Call:
     if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 7:
         raise ValueError(f"T.cuda.wgmma_wait_group takes a constant 0 to 7, got {pending!r}")
     return hopper.WGMMA_WAIT_GROUP.call(IntImm(count, int32))
+
+
+def _barrier(bar: object, where: str) -> PrimExpr:
+    """The address of an mbarrier given as ``bar[i]`` (or already as an address)."""
+    if isinstance(bar, BufferLoad):
+        if str(bar.buffer.dtype) != "uint64" or not bar.buffer.scope.startswith("shared"):
+            raise TypeError(
+                f"{where}: the mbarrier {bar.buffer.name} must be a uint64 shared buffer, got "
+                f"{bar.buffer.dtype} in {bar.buffer.scope!r}"
+            )
+        return ADDRESS_OF.call(bar)
+    if isinstance(bar, PrimExpr) and bar.dtype.is_handle:
+        return bar
+    raise TypeError(f"{where}: expected an mbarrier element such as bar[0], got {bar!r}")
+
+
+def _expr(value: object, where: str) -> PrimExpr:
+    if isinstance(value, PrimExpr | int):
+        return op.convert(value)
+    raise TypeError(f"{where}: expected an integer expression, got {value!r}")
+
+
+def _count(value: object, where: str, low: int, high: int) -> IntImm:
+    count = value.value if isinstance(value, IntImm) else value
+    if isinstance(count, bool) or not isinstance(count, int) or not low <= count <= high:
+        raise ValueError(f"{where} takes a constant {low} to {high}, got {value!r}")
+    return IntImm(count, int32)
+
+
+def mbarrier_init(bar: object, count: object) -> Call:
+    """``T.cuda.mbarrier_init(bar[0], n)``: one thread makes ``bar[0]`` (a uint64 in shared
+    memory) expect ``n`` arrivals a phase; then ``T.cuda.fence_mbarrier_init()`` and a
+    ``T.cuda.cta_sync()`` before any thread uses it.
+
+    Example::
+
+        if tid == 0:
+            T.cuda.mbarrier_init(bar[0], 1)
+            T.cuda.fence_mbarrier_init()
+        T.cuda.cta_sync()
+    """
+    return hopper.MBARRIER_INIT.call(
+        _barrier(bar, "T.cuda.mbarrier_init"), _expr(count, "T.cuda.mbarrier_init")
+    )
+
+
+def fence_mbarrier_init() -> Call:
+    """``T.cuda.fence_mbarrier_init()``: make initialised mbarriers visible to TMA."""
+    return hopper.FENCE_MBARRIER_INIT.call()
+
+
+def mbarrier_arrive(bar: object) -> Call:
+    """``T.cuda.mbarrier_arrive(bar[s])``: this thread arrives on the mbarrier."""
+    return hopper.MBARRIER_ARRIVE.call(_barrier(bar, "T.cuda.mbarrier_arrive"))
+
+
+def mbarrier_arrive_expect_tx(bar: object, nbytes: object) -> Call:
+    """``T.cuda.mbarrier_arrive_expect_tx(bar[s], n)``: arrive and make the phase also wait for
+    ``n`` bytes of TMA loads (``T.cuda.region_bytes`` of the loads' destinations).
+
+    Example: ``T.cuda.mbarrier_arrive_expect_tx(bar[0], T.cuda.region_bytes(As[0:128, 0:64]))``.
+    """
+    return hopper.MBARRIER_ARRIVE_EXPECT_TX.call(
+        _barrier(bar, "T.cuda.mbarrier_arrive_expect_tx"),
+        _expr(nbytes, "T.cuda.mbarrier_arrive_expect_tx"),
+    )
+
+
+def mbarrier_wait(bar: object, parity: object) -> Call:
+    """``T.cuda.mbarrier_wait(bar[s], parity)``: block until the phase of that parity (0 for
+    the first phase, then alternating) has completed.
+
+    Example: ``T.cuda.mbarrier_wait(full[s], k // stages % 2)``.
+    """
+    return hopper.MBARRIER_WAIT.call(
+        _barrier(bar, "T.cuda.mbarrier_wait"), _expr(parity, "T.cuda.mbarrier_wait")
+    )
+
+
+def region_bytes(*regions: object) -> IntImm:
+    """``T.cuda.region_bytes(As[0:128, 0:64], ...)``: the bytes the regions hold, what an
+    mbarrier must expect for the TMA loads into them.
+
+    Example: ``T.cuda.region_bytes(As[0:128, 0:64])`` is 16384 for float16 ``As``.
+    """
+    total = 0
+    for region in regions:
+        if not isinstance(region, BufferRegion):
+            raise TypeError(f"T.cuda.region_bytes takes buffer regions, got {region!r}")
+        size = 1
+        for r in region.region:
+            if not isinstance(r.extent, IntImm):
+                raise ValueError(
+                    f"T.cuda.region_bytes: {region.buffer.name}'s extent {r.extent} is not constant"
+                )
+            size *= r.extent.value
+        total += size * region.buffer.dtype.bytes
+    return IntImm(total, int32)
+
+
+def cp_async_commit_group() -> Call:
+    """``T.cuda.cp_async_commit_group()``: close this thread's group of cp.async copies
+    (``Tx.<scope>.copy_async``'s ``cp_async`` variant commits its own)."""
+    return CP_ASYNC_COMMIT.call()
+
+
+def cp_async_wait_group(pending: object) -> Call:
+    """``T.cuda.cp_async_wait_group(n)``: wait until at most ``n`` of this thread's cp.async
+    groups are in flight; the GPU pipeline adds a ``__syncthreads()`` after it, so every
+    thread must reach it.
+
+    Example: ``T.cuda.cp_async_wait_group(0)`` before reading the copied tile.
+    """
+    return CP_ASYNC_WAIT.call(_count(pending, "T.cuda.cp_async_wait_group", 0, 7))
+
+
+def bulk_commit_group() -> Call:
+    """``T.cuda.bulk_commit_group()``: close this thread's group of TMA stores (the ``tma``
+    variant of a store commits its own)."""
+    return hopper.BULK_COMMIT_GROUP.call()
+
+
+def bulk_wait_group_read(pending: object) -> Call:
+    """``T.cuda.bulk_wait_group_read(n)``: wait until at most ``n`` of this thread's TMA store
+    groups still read shared memory; ``0`` before reusing the source or ending the kernel.
+
+    Example::
+
+        Tx.thread.copy_async(C[0:128, 0:64], Cs[0:128, 0:64])
+        T.cuda.bulk_wait_group_read(0)
+    """
+    return hopper.BULK_WAIT_GROUP_READ.call(_count(pending, "T.cuda.bulk_wait_group_read", 0, 7))

@@ -1,7 +1,8 @@
 """``Tx``: tile primitives by execution scope (``from tilewright.script.tirx import tile as Tx``).
 
-``Tx.warp.copy(dst, src)``, ``Tx.cta.fill(region, value)`` and ``Tx.warpgroup.gemm(C, A, B)``
-build ``TileOp`` statements; ``dispatch="name"`` forces one implementation variant.
+``Tx.warp.copy(dst, src)``, ``Tx.thread.copy_async(dst, src, mbar=bar[0])``,
+``Tx.cta.fill(region, value)`` and ``Tx.warpgroup.gemm(C, A, B)`` build ``TileOp`` statements;
+``dispatch="name"`` forces one implementation variant.
 ``Tx.wg`` is ``Tx.warpgroup``.
 
 Example::
@@ -13,7 +14,8 @@ Example::
 
 from __future__ import annotations
 
-from tilewright.ir import Buffer, BufferRegion, IntImm, PrimExpr, attrs, op
+from tilewright.ir import Buffer, BufferLoad, BufferRegion, Call, IntImm, PrimExpr, attrs, op
+from tilewright.ir.intrinsics import ADDRESS_OF
 from tilewright.ir.tile import TileOp
 
 
@@ -37,6 +39,33 @@ class ExecScope:
         where = f"Tx.{self.name}.copy"
         args = (_region(dst, f"{where}: dst"), _region(src, f"{where}: src"))
         return TileOp("copy", self.name, args, _options(dispatch))
+
+    def copy_async(
+        self, dst: object, src: object, mbar: object = None, dispatch: str | None = None
+    ) -> TileOp:
+        """``Tx.<scope>.copy_async(dst_region, src_region, mbar=None)``: start copying ``src``
+        into ``dst``; the op only issues the copy, the caller completes it.
+
+        ``Tx.thread.copy_async`` (the ``tma`` variant, sm_90+) is one thread's TMA copy
+        between global and shared memory; a load completes on ``mbar`` (an element of a
+        uint64 shared buffer, ``bar[s]``, or ``T.address_of(bar[s])``), which the caller arms
+        with ``T.cuda.mbarrier_arrive_expect_tx(bar[s], T.cuda.region_bytes(dst))`` and waits
+        on. ``Tx.warp`` / ``Tx.warpgroup`` / ``Tx.cta.copy_async`` (``cp_async``, sm_80+)
+        splits a global -> shared copy over the threads and commits one cp.async group: wait
+        with ``T.cuda.cp_async_wait_group(0)`` and a barrier.
+
+        Example::
+
+            if tid == 0:
+                Tx.thread.copy_async(As[0:128, 0:64], A[0:128, 0:64], mbar=bar[0])
+                T.cuda.mbarrier_arrive_expect_tx(bar[0], T.cuda.region_bytes(As[0:128, 0:64]))
+            T.cuda.mbarrier_wait(bar[0], 0)
+        """
+        where = f"Tx.{self.name}.copy_async"
+        args: tuple = (_region(dst, f"{where}: dst"), _region(src, f"{where}: src"))
+        if mbar is not None:
+            args += (_mbar(mbar, where),)
+        return TileOp("copy_async", self.name, args, _options(dispatch))
 
     def fill(self, region: object, value: object, dispatch: str | None = None) -> TileOp:
         """``Tx.<scope>.fill(region, value)``: every element of ``region`` becomes ``value``."""
@@ -120,6 +149,17 @@ class ExecScope:
 
     def __repr__(self) -> str:
         return f"Tx.{self.name}"
+
+
+def _mbar(value: object, where: str) -> BufferLoad:
+    if isinstance(value, Call) and ADDRESS_OF.matches(value):
+        value = value.args[0]
+    if not isinstance(value, BufferLoad):
+        raise TypeError(
+            f"{where}: mbar must be an mbarrier element such as bar[0] (a uint64 shared "
+            f"buffer), got {value!r}"
+        )
+    return value
 
 
 def _options(dispatch: str | None) -> tuple:

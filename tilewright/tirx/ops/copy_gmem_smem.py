@@ -8,6 +8,7 @@ one naturally aligned ``vec``-element vector with ``tw.cuda.copy_bytes``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tilewright.ir import For, ForKind, LetStmt, PrimExpr, Stmt, Var, op, substitute
@@ -30,6 +31,8 @@ from tilewright.tirx.ops.copy_checks import (
 
 GMEM_SMEM_PAIRS = (("global", "shared"), ("shared", "global"))
 VECTOR_BITS = (128, 64, 32, 16, 8)
+# One vector transfer: (dst pointer, src pointer, bytes) -> the statement moving it.
+Transfer = Callable[[PrimExpr, PrimExpr, int], Stmt]
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,15 @@ def emit_gmem_smem(op: TileOp, ctx: ExecContext) -> Stmt:
     """
     plan = plan_gmem_smem(op, ctx)
     ctx.notes.update(vec=plan.vec, outer=plan.outer, vec_bytes=plan.vec_bytes)
+    return vector_loop(op, ctx, plan, copy_bytes)
+
+
+def vector_loop(op: TileOp, ctx: ExecContext, plan: GmemSmemPlan, transfer: Transfer) -> Stmt:
+    """The loop of ``plan``'s rounds, one ``transfer(dst_ptr, src_ptr, vec_bytes)`` a thread a
+    round: ``copy_bytes`` for ``gmem_smem``, ``cp.async`` for ``copy_async``'s ``cp_async``.
+
+    Example: ``vector_loop(op, ctx, plan_gmem_smem(op, ctx), copy_bytes)``.
+    """
     f = Var("f", int32)
     coords = (f, ctx.thread_index, 0)
     g, s = plan.global_side, plan.shared_side
@@ -156,9 +168,9 @@ def emit_gmem_smem(op: TileOp, ctx: ExecContext) -> Stmt:
     g_ptr = address_of(ctx.flat(g.buffer), g_lin)
     global_is_src = op.args[1] is g.region
     body: Stmt = (
-        copy_bytes(s_ptr, g_ptr, plan.vec_bytes)
+        transfer(s_ptr, g_ptr, plan.vec_bytes)
         if global_is_src
-        else copy_bytes(g_ptr, s_ptr, plan.vec_bytes)
+        else transfer(g_ptr, s_ptr, plan.vec_bytes)
     )
     for var, value in reversed(lets):
         body = LetStmt(var, _expr(value), body)

@@ -1,4 +1,5 @@
-"""The ``gemm`` and ``gemm_async`` tile primitives and their ``wgmma`` variant (Hopper).
+"""The ``gemm`` and ``gemm_async`` tile primitives, their ``wgmma`` variant (Hopper) and their
+variant table (``mma_sync``, sm_80 and newer, is in ``gemm_mma_sync``).
 
 Input: ``Tx.warpgroup.gemm(C, A, B, transA, transB, accum)`` as a ``TileOp`` (args ``C, A,
 B, accum``; ``transA`` / ``transB`` attributes), computing ``C[m, n] (+)= sum_k A[m, k] *
@@ -12,8 +13,9 @@ statement sequence
     tw.cuda.wgmma_commit_group()
     tw.cuda.wgmma_wait_group(0)                             # gemm only, not gemm_async
 
-There is no fallback variant yet: on any other target or scope the ``DispatchError`` lists
-why ``wgmma`` declined.
+On a warp, ``mma_sync`` (priority 30, below ``wgmma``'s 40) emits ``ldmatrix`` and
+``mma.sync.m16n8k16``; it declines ``gemm_async`` (mma.sync is synchronous). Elsewhere the
+``DispatchError`` lists why each variant declined.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tilewright.layout.fragment import WGMMA_M, WGMMA_N_MAX
 from tilewright.tirx.dispatch import Check, ExecContext, Variant, check_all
 from tilewright.tirx.operand import Operand, operand
 from tilewright.tirx.ops.copy_checks import all_threads_active
+from tilewright.tirx.ops.gemm_mma_sync import emit_mma_sync, is_mma_sync, no_async_mma_sync
 from tilewright.tirx.ops.wgmma_operands import (
     AccumulatorPlan,
     SmemPlan,
@@ -221,5 +224,11 @@ def emit_wgmma_async(op_: TileOp, ctx: ExecContext) -> Stmt:
     return SeqStmt(tuple(_wgmma_calls(op_, ctx)))
 
 
-GEMM_VARIANTS: tuple[Variant, ...] = (Variant("wgmma", 40, is_wgmma, emit_wgmma),)
-GEMM_ASYNC_VARIANTS: tuple[Variant, ...] = (Variant("wgmma", 40, is_wgmma, emit_wgmma_async),)
+GEMM_VARIANTS: tuple[Variant, ...] = (
+    Variant("wgmma", 40, is_wgmma, emit_wgmma),
+    Variant("mma_sync", 30, is_mma_sync, emit_mma_sync),
+)
+GEMM_ASYNC_VARIANTS: tuple[Variant, ...] = (
+    Variant("wgmma", 40, is_wgmma, emit_wgmma_async),
+    Variant("mma_sync", 30, no_async_mma_sync, emit_mma_sync),
+)
