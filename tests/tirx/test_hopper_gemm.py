@@ -129,3 +129,11 @@ def test_persistent_ctas_continue_the_ring_across_tiles() -> None:
     assert "&empty[(r_1 * 8 + kt_1 + 2) % 3]" in text  # the previous step's stage
     assert "&empty[(r_1 * 8 + 1) % 3]" in text  # the tile's last stage, (r * 8 + 7) % 3
     assert text.count("= __floats2half2_rn(acc[") == 32
+
+
+def test_float32_output_pairs_read_an_aligned_register_array() -> None:
+    """With C in float32 the epilogue stores float2 pairs read straight from the accumulator
+    array: it is declared 16-byte aligned, so the pairs stay aligned in local memory too."""
+    text = _source(out_dtype="float32").source
+    assert "__align__(16) float acc[64];" in text
+    assert "= *(float2*)(acc + 2);" in text

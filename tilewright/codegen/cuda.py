@@ -354,6 +354,10 @@ class CUDAPrinter(HopperEmitters, DevicePrinter):
             # 16-byte vector accesses need 16-byte aligned storage; a float array has 4.
             align = max(16, min(buf.align, 128))
             return f"__shared__ __align__({align}) {ctype} {name}[{count}];"
+        if scope == "local" and buf.data in self.vector_accessed:
+            # A register array read as float2/float4 (an epilogue's pair stores) must be
+            # aligned like the vector should it live in local memory.
+            return f"__align__(16) {ctype} {name}[{count}];"
         if scope != "shared.dyn":
             return super().declare_array(scope, ctype, name, count, buf)
         # Each allocation starts at its alignment (16 bytes at least; up to 1024, what TMA's
