@@ -68,7 +68,7 @@ REFUSALS = [
     ({"narrow": True}, SM80, "narrowed by the enclosing `if tid < 16`"),
     ({"dtype": "float32"}, SM80, "must both be float16 or bfloat16, got float32"),
     ({"c_dtype": "float16"}, SM80, "C acc must be a float32 accumulator, got float16"),
-    ({"a_scope": "global"}, SM80, "mma_sync loads A and B from shared memory with ldmatrix"),
+    ({"a_scope": "global"}, SM80, "mma.sync loads A and B from shared memory with ldmatrix"),
     ({"c_scope": "shared", "c_layout": None}, SM80, "mma.sync accumulates in registers"),
     ({"c_layout": None}, SM80, "is not the mma m16n8 fragment layout"),
     (

@@ -139,6 +139,25 @@ class ComposeLayout(Layout):
     swizzle: SwizzleLayout
     tile: TileLayout
 
+    @staticmethod
+    def swizzled_rows(
+        rows: int, cols: int, *, element_bits: int = 16, swizzle_bytes: int = 128
+    ) -> ComposeLayout:
+        """A row-major ``rows x cols`` tile under the ``swizzle_bytes`` swizzle: the shared
+        layout TMA writes and wgmma / ldmatrix read without bank conflicts when a row is one
+        swizzle row (``cols * element_bits / 8 == swizzle_bytes``).
+
+        Example::
+
+            >>> ComposeLayout.swizzled_rows(128, 64).apply(1, 0)["m"]   # row 1, chunk 1
+            72
+        """
+        from tilewright.layout.builder import S
+
+        return ComposeLayout(
+            SwizzleLayout.from_bytes(swizzle_bytes, element_bits), TileLayout(S[rows, cols].shard)
+        )
+
     def __post_init__(self) -> None:
         if not isinstance(self.swizzle, SwizzleLayout):
             raise TypeError(

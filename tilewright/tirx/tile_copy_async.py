@@ -22,16 +22,12 @@ from __future__ import annotations
 from typing import no_type_check
 
 from tilewright.ir import PrimFunc
-from tilewright.layout import ComposeLayout, S, SwizzleLayout, TileLayout
+from tilewright.layout import ComposeLayout
 from tilewright.script import tirx as T
 from tilewright.script.tirx import tile as Tx
 
 TMA_ROWS, TMA_COLS = 128, 64  # one 128-byte swizzle row of float16 a tile row
 CP_ROWS, CP_COLS = 64, 64
-
-
-def _swizzled(rows: int, cols: int) -> ComposeLayout:
-    return ComposeLayout(SwizzleLayout.from_bytes(128, 16), TileLayout(S[rows, cols].shard))
 
 
 def _check(m: int, n: int, rows: int, cols: int, name: str) -> None:
@@ -46,7 +42,7 @@ def tma_copy(m: int, n: int) -> PrimFunc:
     Example: ``tma_copy(128, 64)`` is one CTA and one TMA load.
     """
     _check(m, n, TMA_ROWS, TMA_COLS, "tma_copy")
-    layout = _swizzled(TMA_ROWS, TMA_COLS)
+    layout = ComposeLayout.swizzled_rows(TMA_ROWS, TMA_COLS)
 
     @T.prim_func
     @no_type_check
@@ -90,7 +86,7 @@ def cp_async_copy(m: int, n: int) -> PrimFunc:
     Example: ``cp_async_copy(64, 64)`` is one CTA of 128 threads, 4 rounds of 16 bytes each.
     """
     _check(m, n, CP_ROWS, CP_COLS, "cp_async_copy")
-    layout = _swizzled(CP_ROWS, CP_COLS)
+    layout = ComposeLayout.swizzled_rows(CP_ROWS, CP_COLS)
 
     @T.prim_func
     @no_type_check

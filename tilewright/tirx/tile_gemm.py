@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import no_type_check
 
 from tilewright.ir import PrimFunc
-from tilewright.layout import ComposeLayout, S, SwizzleLayout, TileLayout, wgmma_accumulator_layout
+from tilewright.layout import ComposeLayout, wgmma_accumulator_layout
 from tilewright.script import tirx as T
 from tilewright.script.tirx import tile as Tx
 
@@ -30,20 +30,33 @@ HALF = 64  # rows a warpgroup multiplies
 BLOCK_K = 64  # one 128-byte swizzle row of float16
 
 
+def check_gemm_tiles(
+    name: str, sizes: tuple[int, int, int], tile: tuple[int, int, int], dtype: str
+) -> None:
+    """Refuse (``ValueError``, naming the kernel) a problem that is not a whole number of
+    tiles, or inputs that are not float16 or bfloat16.
+
+    Example::
+
+        >>> check_gemm_tiles("tile_gemm", (256, 128, 64), (128, 128, 64), "float16")
+    """
+    if any(size % t for size, t in zip(sizes, tile)):
+        raise ValueError(
+            f"{name}: {' x '.join(map(str, sizes))} is not a multiple of the "
+            f"{' x '.join(map(str, tile))} tile"
+        )
+    if dtype not in ("float16", "bfloat16"):
+        raise ValueError(f"{name}: dtype must be float16 or bfloat16, got {dtype!r}")
+
+
 def tile_gemm(m: int, n: int, k: int, dtype: str = "float16") -> PrimFunc:
     """The kernel as a ``PrimFunc`` (module docstring); ``m``, ``n`` multiples of 128, ``k``
     of 64, ``dtype`` float16 or bfloat16.
 
     Example: ``tile_gemm(128, 128, 64)`` is one CTA and one k tile.
     """
-    if m % BLOCK or n % BLOCK or k % BLOCK_K:
-        raise ValueError(
-            f"tile_gemm: {m} x {n} x {k} is not a multiple of the {BLOCK} x {BLOCK} x "
-            f"{BLOCK_K} tile"
-        )
-    if dtype not in ("float16", "bfloat16"):
-        raise ValueError(f"tile_gemm: dtype must be float16 or bfloat16, got {dtype!r}")
-    swizzled = ComposeLayout(SwizzleLayout.from_bytes(128, 16), TileLayout(S[BLOCK, BLOCK_K].shard))
+    check_gemm_tiles("tile_gemm", (m, n, k), (BLOCK, BLOCK, BLOCK_K), dtype)
+    swizzled = ComposeLayout.swizzled_rows(BLOCK, BLOCK_K)
     acc_layout = wgmma_accumulator_layout(HALF, BLOCK)
     k_tiles = k // BLOCK_K
 

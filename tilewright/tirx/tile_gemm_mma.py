@@ -23,10 +23,11 @@ from __future__ import annotations
 from typing import no_type_check
 
 from tilewright.ir import PrimFunc
-from tilewright.layout import ComposeLayout, S, SwizzleLayout, TileLayout
+from tilewright.layout import ComposeLayout
 from tilewright.layout.fragment import mma_accumulator_layout
 from tilewright.script import tirx as T
 from tilewright.script.tirx import tile as Tx
+from tilewright.tirx.tile_gemm import check_gemm_tiles
 
 BLOCK = 64  # the CTA's tile of C
 WARP_TILE = 32  # each of the 2 x 2 warps' tile of C
@@ -39,14 +40,8 @@ def tile_gemm_mma(m: int, n: int, k: int, dtype: str = "float16") -> PrimFunc:
 
     Example: ``tile_gemm_mma(64, 64, 64)`` is one CTA and one k tile.
     """
-    if m % BLOCK or n % BLOCK or k % BLOCK_K:
-        raise ValueError(
-            f"tile_gemm_mma: {m} x {n} x {k} is not a multiple of the {BLOCK} x {BLOCK} x "
-            f"{BLOCK_K} tile"
-        )
-    if dtype not in ("float16", "bfloat16"):
-        raise ValueError(f"tile_gemm_mma: dtype must be float16 or bfloat16, got {dtype!r}")
-    swizzled = ComposeLayout(SwizzleLayout.from_bytes(128, 16), TileLayout(S[BLOCK, BLOCK_K].shard))
+    check_gemm_tiles("tile_gemm_mma", (m, n, k), (BLOCK, BLOCK, BLOCK_K), dtype)
+    swizzled = ComposeLayout.swizzled_rows(BLOCK, BLOCK_K)
     acc_layout = mma_accumulator_layout(WARP_TILE, WARP_TILE)
     k_tiles = k // BLOCK_K
 

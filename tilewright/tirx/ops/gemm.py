@@ -30,6 +30,7 @@ from tilewright.layout.fragment import WGMMA_M, WGMMA_N_MAX
 from tilewright.tirx.dispatch import Check, ExecContext, Variant, check_all
 from tilewright.tirx.operand import Operand, operand
 from tilewright.tirx.ops.copy_checks import all_threads_active
+from tilewright.tirx.ops.gemm_checks import types_and_memories
 from tilewright.tirx.ops.gemm_mma_sync import emit_mma_sync, is_mma_sync, no_async_mma_sync
 from tilewright.tirx.ops.wgmma_operands import (
     AccumulatorPlan,
@@ -91,25 +92,7 @@ def _k_major(op_: TileOp) -> Check:
 
 def _dtypes_and_memory(op_: TileOp) -> Check:
     c, a, b, _ = gemm_operands(op_)
-    if a.buffer.dtype != b.buffer.dtype or str(a.buffer.dtype) not in AB_TYPES:
-        return False, (
-            f"A {a.buffer.name} and B {b.buffer.name} must both be float16 or bfloat16, got "
-            f"{a.buffer.dtype} and {b.buffer.dtype}"
-        )
-    if str(c.buffer.dtype) != "float32":
-        return False, f"C {c.buffer.name} must be a float32 accumulator, got {c.buffer.dtype}"
-    for name, side in (("A", a), ("B", b)):
-        if side.memory != "shared":
-            return False, (
-                f"{name} {side.buffer.name} is in {side.buffer.scope!r} memory; wgmma reads A "
-                "and B from shared memory"
-            )
-    if c.memory != "local":
-        return False, (
-            f"C {c.buffer.name} is in {c.buffer.scope!r} memory; wgmma accumulates in "
-            "registers (scope='local')"
-        )
-    return True, None
+    return types_and_memories(c, a, b, engine="wgmma", reads="reads A and B from shared memory")
 
 
 def _shapes(op_: TileOp) -> Check:

@@ -47,6 +47,7 @@ from tilewright.layout.fragment import MMA_K, MMA_M, MMA_N
 from tilewright.tirx.dispatch import Check, ExecContext, check_all
 from tilewright.tirx.operand import Operand, operand
 from tilewright.tirx.ops.copy_checks import all_threads_active
+from tilewright.tirx.ops.gemm_checks import types_and_memories
 from tilewright.tirx.ops.mma_operands import (
     LdmatrixPlan,
     MmaAccumulatorPlan,
@@ -111,25 +112,9 @@ def _warp_scope(ctx: ExecContext) -> Check:
 
 def _dtypes_and_memory(op_: TileOp) -> Check:
     c, a, b = _operands(op_)
-    if a.buffer.dtype != b.buffer.dtype or str(a.buffer.dtype) not in PTX_TYPES:
-        return False, (
-            f"A {a.buffer.name} and B {b.buffer.name} must both be float16 or bfloat16, got "
-            f"{a.buffer.dtype} and {b.buffer.dtype}"
-        )
-    if str(c.buffer.dtype) != "float32":
-        return False, f"C {c.buffer.name} must be a float32 accumulator, got {c.buffer.dtype}"
-    for name, side in (("A", a), ("B", b)):
-        if side.memory != "shared":
-            return False, (
-                f"{name} {side.buffer.name} is in {side.buffer.scope!r} memory; mma_sync loads "
-                "A and B from shared memory with ldmatrix"
-            )
-    if c.memory != "local":
-        return False, (
-            f"C {c.buffer.name} is in {c.buffer.scope!r} memory; mma.sync accumulates in "
-            "registers (scope='local')"
-        )
-    return True, None
+    return types_and_memories(
+        c, a, b, engine="mma.sync", reads="loads A and B from shared memory with ldmatrix"
+    )
 
 
 def _mnk(op_: TileOp) -> tuple[int, int, int]:
