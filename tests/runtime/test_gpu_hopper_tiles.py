@@ -82,3 +82,29 @@ def test_copy_async_moves_tiles_bit_for_bit(kernel: str) -> None:
     b = np.zeros((m, n), np.float16)
     _, got = _run(getattr(tile_copy_async, kernel)(m, n), a, b)
     np.testing.assert_array_equal(got.view(np.uint16), a.view(np.uint16))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(
+    ("m", "n", "k", "kwargs"),
+    [
+        # Tails in every dimension, 3 CTAs looping over 2 x 3 tiles, a 2-stage ring.
+        (200, 300, 200, {"block_n": 128, "stages": 2, "grid": 3, "group_m": 2}),
+        # The default 128 x 256 tile, an odd n (single-element stores) and 7 k tiles.
+        (300, 301, 424, {"grid": 2}),
+        # Smaller than one tile: the boxes shrink to the tensor.
+        (72, 40, 64, {"block_n": 64, "stages": 3}),
+    ],
+)
+def test_tile_layer_warp_specialised_gemm_with_tails(
+    dtype: str, m: int, n: int, k: int, kwargs: dict
+) -> None:
+    from tilewright.tirx.tile_hopper_gemm import tile_hopper_gemm
+
+    func = tile_hopper_gemm(m, n, k, in_dtype=dtype, out_dtype="float32", **kwargs)
+    a, bt = _half((m, k), dtype, 7), _half((n, k), dtype, 8)
+    c = np.full((m, n), np.nan, np.float32)
+    *_, got = _run(func, a, bt, c)
+    want = a.astype(np.float64) @ bt.astype(np.float64).T
+    assert not np.isnan(got).any()  # every element stored
+    assert _relative_error(got, want) < 1e-5

@@ -99,6 +99,24 @@ def wgmma_wait_group(pending: object) -> Call:
     return hopper.WGMMA_WAIT_GROUP.call(IntImm(count, int32))
 
 
+def setmaxnreg(increase: object, count: object) -> Call:
+    """``T.cuda.setmaxnreg(increase, count)``: every thread of the warpgroup gives up registers
+    down to ``count`` a thread (``increase`` False) or asks for up to ``count`` (True);
+    ``count`` is a constant 24 to 256, a multiple of 8, the same in every thread of the
+    warpgroup (sm_90a: ``setmaxnreg.dec/inc.sync.aligned.u32``).
+
+    Example: ``T.cuda.setmaxnreg(False, 40)`` in a producer warpgroup,
+    ``T.cuda.setmaxnreg(True, 232)`` in the consumers.
+    """
+    up = increase.value if isinstance(increase, IntImm) else increase
+    if up not in (0, 1):  # False / True compare equal to 0 / 1
+        raise ValueError(f"T.cuda.setmaxnreg: increase is True or False, got {increase!r}")
+    regs = _count(count, "T.cuda.setmaxnreg", 24, 256)
+    if regs.value % 8:
+        raise ValueError(f"T.cuda.setmaxnreg takes a multiple of 8 registers, got {count!r}")
+    return hopper.SETMAXNREG.call(IntImm(int(up), int32), regs)
+
+
 def _barrier(bar: object, where: str) -> PrimExpr:
     """The address of an mbarrier given as ``bar[i]`` (or already as an address)."""
     if isinstance(bar, BufferLoad):
