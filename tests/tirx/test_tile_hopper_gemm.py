@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -69,6 +70,30 @@ def test_three_warpgroups_one_producer_thread_and_register_split() -> None:
     # Each consumer warpgroup arrives on empty with one thread; 4 stages x (full, empty).
     assert text.count("mbarrier.init.shared::cta.b64") == 2
     assert "if (kt_1 > 0 && tid % 128 == 0) {" in text
+
+
+@pytest.mark.parametrize(("n", "block_n", "stages"), [(300, 128, 2), (512, 256, 4)])
+def test_the_ring_buffers_and_barriers_do_not_overlap(n: int, block_n: int, stages: int) -> None:
+    # The ring is named only by address (TMA destinations, wgmma descriptors): lowering must
+    # keep every stage of As and Bs, or the barriers land inside Bs (a fault on the GPU).
+    text = _artifact(200, n, 200, block_n=block_n, stages=stages).source
+    starts = {
+        name: int(offset or 0)
+        for name, offset in re.findall(
+            r"\b(\w+) = \([^()]*\*\)\(?tw_dyn_shared(?: \+ (\d+))?", text
+        )
+    }
+    ends = {
+        "As_1": starts["As_1"] + stages * 128 * 64 * 2,
+        "Bs_1": starts["Bs_1"] + stages * block_n * 64 * 2,
+        "full": starts["full"] + stages * 8,
+        "empty": starts["empty"] + stages * 8,
+    }
+    spans = sorted((starts[name], ends[name]) for name in ends)
+    assert all(end <= start for (_, end), (start, _) in pairwise(spans)), spans
+    assert _artifact(200, n, 200, block_n=block_n, stages=stages).kernels[
+        "main_kernel"
+    ].dyn_shared_bytes >= max(end for _, end in spans)
 
 
 def test_tma_loads_take_their_maps_as_grid_constant_parameters() -> None:

@@ -220,3 +220,23 @@ def test_a_global_cache_moves_into_its_loop_and_shrinks_on_the_cpu_only() -> Non
     b = np.zeros((64, 64), "float32")
     tw.build(func, target="c")["main"](a, b)
     np.testing.assert_array_equal(b, a * 2)
+
+
+def test_buffers_named_only_by_address_keep_their_shape():
+    # A TMA copy or a wgmma descriptor takes &S[i] and reaches past it: a region built from
+    # the addresses alone (S[0], S[64]) would drop the rows they read.
+    func = lower_blocks(
+        _parse("""
+@T.prim_func
+def main(A: T.Buffer((256,), "float16")):
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        S = T.decl_buffer((256,), "float16", scope="shared")
+        R = T.decl_buffer((256,), "float16", scope="shared")
+        for i in range(2):
+            T.evaluate(T.call_extern("int32", "bulk_load", T.address_of(S[i * 64]), 128))
+            R[i * 64] = A[i]
+            T.evaluate(T.call_extern("int32", "consume", T.address_of(R[i * 64])))
+""")
+    )
+    # R's plain stores bound it (the addresses inside their region), S keeps all 256.
+    assert _shapes(compact_buffer_allocation(func)) == {"S": (256,), "R": (65,)}

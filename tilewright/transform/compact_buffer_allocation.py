@@ -25,6 +25,7 @@ from tilewright.ir import (
     Buffer,
     BufferLoad,
     BufferStore,
+    Call,
     For,
     ForKind,
     IfThenElse,
@@ -38,6 +39,7 @@ from tilewright.ir import (
     Var,
     Visitor,
     collect_vars,
+    intrinsics,
     op,
     substitute,
 )
@@ -92,6 +94,7 @@ class _Access:
     loops: list[_Loop]
     conditions: list[PrimExpr]
     inner_lets: frozenset[Var] = frozenset()  # let variables bound below the allocation
+    address: bool = False  # the operand of tw.address_of: where an access of unknown size starts
 
 
 @dataclass
@@ -146,7 +149,7 @@ class _Collector(Visitor):
     def visit_AllocateConst(self, alloc: AllocateConst) -> None:
         self.visit(alloc.body)  # constant data keeps its shape: it is never compacted
 
-    def record(self, buffer: Buffer, indices: tuple[PrimExpr, ...]) -> None:
+    def record(self, buffer: Buffer, indices: tuple[PrimExpr, ...], address: bool = False) -> None:
         data = buffer.data
         if data not in self.allocations or data not in self.open:
             return
@@ -161,7 +164,15 @@ class _Collector(Visitor):
             for loop, opened in self.loops
         ]
         inner = frozenset(var for var, opened in self.lets if opened > level)
-        self.accesses[data].append(_Access(indices, loops, list(self.conditions), inner))
+        self.accesses[data].append(_Access(indices, loops, list(self.conditions), inner, address))
+
+    def visit_Call(self, call: Call) -> None:
+        load = call.args[0] if intrinsics.ADDRESS_OF.matches(call) else None
+        if isinstance(load, BufferLoad):
+            self.record(load.buffer, load.indices, address=True)
+            self.visit(load.indices)
+            return
+        self.generic_visit(call)
 
     def visit_BufferLoad(self, load: BufferLoad) -> None:
         self.record(load.buffer, load.indices)
@@ -188,6 +199,8 @@ def _relaxed(loop: _Loop, scope: str) -> bool:
 def _plan(buffer: Buffer, accesses: list[_Access]) -> _Plan | None:
     if not accesses or any(len(a.indices) != buffer.ndim for a in accesses):
         return None
+    if all(a.address for a in accesses):
+        return None  # only addresses: the regions read through them are unknown
     canonical: dict[str, Var] = {}
     lows: list[list[PrimExpr | None]] = [[] for _ in range(buffer.ndim)]
     highs: list[list[PrimExpr | None]] = [[] for _ in range(buffer.ndim)]
