@@ -35,6 +35,11 @@ from tilewright.transform.lower_thread_allreduce import lower_thread_allreduce
 from tilewright.transform.lower_vectorized import lower_vectorized
 from tilewright.transform.lower_vthread import lower_vthread
 from tilewright.transform.lower_warp_memory import lower_warp_memory
+from tilewright.transform.permuted_layout import (
+    collect_permuted_layout,
+    inject_permuted_layout,
+    plan_permuted_layout,
+)
 from tilewright.transform.plan_buffer_allocation import plan_buffer_allocation
 from tilewright.transform.remove_no_op import remove_no_op
 from tilewright.transform.simplify import simplify
@@ -192,6 +197,7 @@ def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         Stage("lower_cross_thread_reduction", lower_cross_thread_reduction),
         Stage("lower_init_block", lower_init_block),
         Stage("collect_storage_align", collect_storage_align),
+        Stage("collect_permuted_layout", collect_permuted_layout),
         Stage("lower_blocks", lower_blocks),
         Stage("inline_unit_loops", inline_unit_loops),
         Stage("plan_buffer_allocation", plan_buffer_allocation),
@@ -204,6 +210,8 @@ def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         Stage("inject_software_pipeline", partial(inject_software_pipeline, asynchronous=True)),
         # Strides for storage_align, once the allocations have their final shapes.
         Stage("apply_storage_align", apply_storage_align),
+        # Swizzled shared tiles: each row's length, read off the final N-d allocations.
+        Stage("plan_permuted_layout", plan_permuted_layout),
         # Warp fragments become each lane's registers while buffers are still N-d.
         Stage("lower_warp_memory", lower_warp_memory),
         Stage("flatten_buffers", flatten_buffers),
@@ -217,6 +225,8 @@ def gpu_stages(target: Target, *, bounds_check: bool = False) -> tuple[Stage, ..
         Stage("inject_thread_sync", inject_thread_sync),
         # After the barriers, placed as if the pipeline's copies were plain stores.
         Stage("lower_async_copy", partial(lower_async_copy, target=target)),
+        # Indices flat and copies explicit (cp.async destinations, ldmatrix lane addresses).
+        Stage("inject_permuted_layout", inject_permuted_layout),
         *([Stage("instrument_bounds", instrument_bounds)] if bounds_check else []),
         Stage("remove_no_op", remove_no_op),
         Stage("verify", verify_lowered),

@@ -159,6 +159,7 @@ def tile_for_tensor_cores(
     fragment_stages: int = 1,
     compute_first: bool = False,
     unroll: bool = True,
+    permuted: bool = False,
 ) -> Schedule:
     """Schedule the GEMM ``block`` for the tensor cores (module docstring).
 
@@ -167,7 +168,9 @@ def tile_for_tensor_cores(
     ``[k0, fragments a step]`` (ints, ``None`` for one, or sampled ``ExprRV``s).
     ``fetch_threads`` (the warps a
     block) spreads the shared-memory fetch over the block's threads now; None leaves it to
-    ``RewriteCooperativeFetch`` (the annotation). Refused with ``ScheduleError``.
+    ``RewriteCooperativeFetch`` (the annotation). ``permuted`` stores the shared tiles
+    XOR-swizzled (the ``permuted_layout`` annotation) instead of padding their rows. Refused
+    with ``ScheduleError``.
     """
     group = get_mma_intrin_group(
         "shared", "global", gemm.in_dtype, gemm.out_dtype, gemm.trans_a, gemm.trans_b
@@ -212,7 +215,10 @@ def tile_for_tensor_cores(
             sch.bind(ty, "threadIdx.y")
             sch.bind(tx, "threadIdx.x")
             sch.vectorize(lanes)
-        sch.storage_align(tile, 0, axis=-2, factor=32, offset=8)
+        if permuted:  # dense rows, chunks swizzled: conflict-free copies and ldmatrix
+            sch.annotate(tile, "permuted_layout", 1)
+        else:  # rows padded by 16 bytes: conflict-free ldmatrix, copies split over lines
+            sch.storage_align(tile, 0, axis=-2, factor=32, offset=8)
 
     loads, unrolled = [], [k1, i2, j2]
     for index in (0, 1):

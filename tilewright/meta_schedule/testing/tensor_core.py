@@ -8,8 +8,9 @@ float32 or float16). ``schedule_mma(sch)`` tiles it for the tensor cores in TVM'
   computing ``frags_m x frags_n`` tiles (``blockIdx.x`` over block tiles, ``threadIdx.y``
   over warps, ``threadIdx.x`` the 32 lanes);
 * A and B tiles of ``16 * k_frags`` columns / rows fetched to shared memory by the whole block
-  (16 bytes a lane), rows padded by 8 elements (``storage_align``) so that ``ldmatrix`` reads
-  hit distinct banks; with ``stages > 1`` the fetch is a ``cp.async`` software pipeline;
+  (16 bytes a lane), rows padded by 8 elements (``storage_align``) or, with ``permuted``,
+  XOR-swizzled (``permuted_layout``) so that ``ldmatrix`` reads hit distinct banks; with
+  ``stages > 1`` the fetch is a ``cp.async`` software pipeline;
 * each warp's fragments loaded with ``ldmatrix`` into ``warp`` buffers stored in the fragment
   layout (``transform_layout``), multiplied with ``mma.sync``, zeroed with ``mma_fill`` and
   stored with ``mma_store``.
@@ -92,6 +93,7 @@ def schedule_mma(
     fragment_stages: int = 1,
     compute_first: bool = False,
     unroll: bool = True,
+    permuted: bool = False,
     in_dtype: str = "float16",
     out_dtype: str = "float32",
 ) -> Schedule:
@@ -102,8 +104,9 @@ def schedule_mma(
     pipeline the global fetch; with ``fragment_stages`` 2 each warp loads the fragments of
     step k + 1 while it multiplies those of step k; ``unroll`` writes out the loops over
     fragments (constant register indices); ``compute_first`` orders each pipelined step as
-    compute, then fetch (one barrier a step instead of two). ``in_dtype`` and ``out_dtype``
-    must be the block's (checked). Returns ``sch``.
+    compute, then fetch (one barrier a step instead of two); ``permuted`` stores the shared
+    tiles XOR-swizzled (``permuted_layout``) rather than with padded rows. ``in_dtype`` and
+    ``out_dtype`` must be the block's (checked). Returns ``sch``.
     """
     gemm_block = sch.get_block(block)
     gemm = gemm_of(sch, gemm_block)
@@ -122,4 +125,5 @@ def schedule_mma(
         fragment_stages=fragment_stages,
         compute_first=compute_first,
         unroll=unroll,
+        permuted=permuted,
     )
