@@ -11,9 +11,10 @@ is the schedule itself, shared with the hand schedule of
 * 16x16x16 tiles blockized; their i and j loops split into ``[blocks, warps, fragments]``,
   k into ``[k0, fragments]``; ``blockIdx.x`` over the block tiles, ``threadIdx.y`` over the
   warps (the 32 lanes are the intrinsics' ``threadIdx.x``);
-* A's and B's tiles cached in shared memory at ``k0`` (16 bytes a lane, rows padded by 8
-  elements against bank conflicts), fetched by the whole block; with ``stages > 1`` a
-  ``cp.async`` software pipeline;
+* A's and B's tiles cached in shared memory at ``k0`` (16 bytes a lane), fetched by the whole
+  block, stored XOR-swizzled against bank conflicts (``permuted_layout``; rows padded by 8
+  elements instead with ``permuted=False``); with ``stages > 1`` a ``cp.async`` software
+  pipeline;
 * each warp's fragments in ``warp`` buffers in the fragment layout, loaded by ``ldmatrix``,
   multiplied by ``mma.sync``, zeroed and stored by the fill and store intrinsics.
 
@@ -283,15 +284,19 @@ class MultiLevelTilingTensorCore(ScheduleRule):
             here: more threads or shared memory than the target has are rejected by
             ``VerifyGPUCode``).
         stages: shared-memory buffers of the ``cp.async`` pipeline (1: none).
+        permuted: swizzled shared tiles (rows of 32 or 64 bytes or a multiple of 128, so
+            a candidate whose tile rows are, say, 96 bytes fails to build); False pads the
+            rows instead (any width, every copy split over two 128-byte lines).
 
     Example::
 
         rules = [MultiLevelTilingTensorCore(), MultiLevelTiling(...), ...]
     """
 
-    def __init__(self, max_fragments: int = 4, stages: int = 3) -> None:
+    def __init__(self, max_fragments: int = 4, stages: int = 3, permuted: bool = True) -> None:
         self.max_fragments = max_fragments
         self.stages = stages
+        self.permuted = permuted
         self.enabled = True
 
     def _initialize_with_tune_context(self, context: TuneContext) -> None:
@@ -307,7 +312,9 @@ class MultiLevelTilingTensorCore(ScheduleRule):
             return [sch]
         tiled = sch.copy()
         try:
-            tile_for_tensor_cores(tiled, block, gemm, self._sample, stages=self.stages)
+            tile_for_tensor_cores(
+                tiled, block, gemm, self._sample, stages=self.stages, permuted=self.permuted
+            )
         except ScheduleError:
             return [sch]
         return [tiled]
@@ -325,9 +332,10 @@ class MultiLevelTilingTensorCore(ScheduleRule):
         )
 
     def clone(self) -> MultiLevelTilingTensorCore:
-        return MultiLevelTilingTensorCore(self.max_fragments, self.stages)
+        return MultiLevelTilingTensorCore(self.max_fragments, self.stages, self.permuted)
 
     def __repr__(self) -> str:
         return (
-            f"MultiLevelTilingTensorCore(max_fragments={self.max_fragments}, stages={self.stages})"
+            f"MultiLevelTilingTensorCore(max_fragments={self.max_fragments}, "
+            f"stages={self.stages}, permuted={self.permuted})"
         )
