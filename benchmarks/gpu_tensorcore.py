@@ -1,5 +1,6 @@
 """Tensor-core GEMM on the GPU: the hand ``mma.sync`` + ``ldmatrix`` + ``cp.async`` schedule
-(``tilewright.meta_schedule.testing.tensor_core``) beside cuBLAS (``torch.matmul``).
+(``tilewright.meta_schedule.testing.tensor_core``; shared tiles XOR-swizzled, one
+configuration with padded rows for comparison) beside cuBLAS (``torch.matmul``).
 
 For float16 and bfloat16 inputs accumulated in float32 at 4096^3 (and 8192^3 for the best
 configuration): each configuration is checked against a float64 product first (max error
@@ -29,37 +30,20 @@ import tilewright as tw
 from tilewright.meta_schedule.testing.tensor_core import mma_matmul, schedule_mma
 from tilewright.schedule import Schedule
 
+W4 = dict(warps_m=2, warps_n=2, frags_m=4, frags_n=4)  # 128x128: 4 warps of 64x64
 CONFIGS = {
-    "128x128, 4 warps of 64x64, k32, 2 stages": dict(
-        warps_m=2, warps_n=2, frags_m=4, frags_n=4, unroll=False
-    ),
-    "128x128, 4 warps of 64x64, k64, 3 stages": dict(
-        warps_m=2, warps_n=2, frags_m=4, frags_n=4, k_frags=4, stages=3
-    ),
+    # Shared tiles XOR-swizzled (permuted_layout) unless "rows padded" (storage_align).
+    "128x128, 4 warps of 64x64, k64, 3 stages, rows padded": dict(W4, k_frags=4, stages=3),
+    "128x128, 4 warps of 64x64, k64, 3 stages": dict(W4, k_frags=4, stages=3, permuted=True),
     "128x128, 4 warps of 64x64, k64, 3 stages, compute first": dict(
-        warps_m=2, warps_n=2, frags_m=4, frags_n=4, k_frags=4, stages=3, compute_first=True
+        W4, k_frags=4, stages=3, compute_first=True, permuted=True
     ),
-    "128x128, 4 warps of 64x64, k32, 4 stages, compute first": dict(
-        warps_m=2, warps_n=2, frags_m=4, frags_n=4, k_frags=2, stages=4, compute_first=True
+    "128x128, 4 warps of 64x64, k32, 3 stages": dict(W4, k_frags=2, stages=3, permuted=True),
+    "256x128, 8 warps of 64x64, k64, 3 stages, compute first, fragments x2": dict(
+        W4, warps_m=4, k_frags=4, stages=3, compute_first=True, fragment_stages=2, permuted=True
     ),
-    "128x128, 4 warps of 64x64, k32, 4 stages, compute first, fragments x2": dict(
-        warps_m=2,
-        warps_n=2,
-        frags_m=4,
-        frags_n=4,
-        k_frags=2,
-        stages=4,
-        compute_first=True,
-        fragment_stages=2,
-    ),
-    "128x256, 8 warps of 64x64, k32, 3 stages, compute first": dict(
-        warps_m=2, warps_n=4, frags_m=4, frags_n=4, k_frags=2, stages=3, compute_first=True
-    ),
-    "128x256, 8 warps of 64x64, k32, 4 stages, compute first": dict(
-        warps_m=2, warps_n=4, frags_m=4, frags_n=4, k_frags=2, stages=4, compute_first=True
-    ),
-    "256x128, 8 warps of 64x64, k32, 4 stages, compute first": dict(
-        warps_m=4, warps_n=2, frags_m=4, frags_n=4, k_frags=2, stages=4, compute_first=True
+    "128x256, 8 warps of 64x64, k64, 4 stages, compute first, fragments x2": dict(
+        W4, warps_n=4, k_frags=4, stages=4, compute_first=True, fragment_stages=2, permuted=True
     ),
 }
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}

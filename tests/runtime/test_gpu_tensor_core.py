@@ -26,6 +26,10 @@ CONFIGS = [
     dict(warps_m=2, warps_n=2, frags_m=2, frags_n=2, k_frags=2, stages=2),
     dict(warps_m=2, warps_n=2, frags_m=4, frags_n=4, k_frags=4, stages=3, fragment_stages=2),
     dict(warps_m=2, warps_n=4, frags_m=2, frags_n=2, k_frags=2, stages=3, compute_first=True),
+    # Shared tiles XOR-swizzled (permuted_layout): rows of 128 bytes, and of 64 / 32 bytes.
+    dict(warps_m=2, warps_n=2, frags_m=4, frags_n=4, k_frags=4, stages=3, permuted=True),
+    dict(warps_m=1, warps_n=2, frags_m=2, frags_n=1, k_frags=2, stages=2, permuted=True),
+    dict(warps_m=2, warps_n=1, frags_m=1, frags_n=1, k_frags=1, stages=1, permuted=True),
 ]
 
 
