@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from evaluator import run_kernel
 
+import tilewright as tw
 from tilewright.layout import S, TileLayout, laneid
 from tilewright.script import tirx as T
 from tilewright.script.tirx import tile as Tx
@@ -169,6 +170,48 @@ def test_register_variant_round_trip():
     b = np.zeros_like(a)
     b = run_kernel(mod["main"], a, b).arrays[1]
     np.testing.assert_array_equal(b, a)
+
+
+def test_register_copies_move_16_bytes_an_access_where_aligned():
+    # Each lane holds a row of 8 floats: two float4 accesses a lane on both sides.
+    regs = TileLayout(S[(32, 8) : (1 @ laneid, 1)])
+
+    @T.prim_func
+    def kernel(A: T.Buffer((32, 8), "float32"), B: T.Buffer((32, 8), "float32")):
+        T.device_entry()
+        T.lane_id([32])
+        R = T.alloc_buffer((32, 8), scope="local", layout=regs)
+        Tx.warp.copy(R[0:32, 0:8], A[0:32, 0:8])
+        Tx.warp.copy(B[0:32, 0:8], R[0:32, 0:8])
+
+    lower = LowerTIRx("cuda")
+    mod = lower(kernel)
+    assert [d.notes["vec"] for d in lower.decisions] == [4, 4]
+    source = tw.build_artifact(kernel, target="cuda").source
+    assert source.count("*(float4*)") == 4  # a load and a store in each copy
+    a = np.arange(256, dtype="float32").reshape(32, 8)
+    b = run_kernel(mod["main"], a, np.zeros_like(a)).arrays[1]
+    np.testing.assert_array_equal(b, a)
+
+
+@pytest.mark.parametrize(("start", "vec"), [(0, 4), (2, 2), (1, 1)])
+def test_register_copy_vectors_shrink_to_the_alignment_of_the_other_side(start, vec):
+    regs = TileLayout(S[(32, 4) : (1 @ laneid, 1)])
+
+    @T.prim_func
+    def kernel(A: T.Buffer((32, 8), "float32"), B: T.Buffer((32, 4), "float32")):
+        T.device_entry()
+        T.lane_id([32])
+        R = T.alloc_buffer((32, 4), scope="local", layout=regs)
+        Tx.warp.copy(R[0:32, 0:4], A[0:32, start : start + 4])
+        Tx.warp.copy(B[0:32, 0:4], R[0:32, 0:4])
+
+    lower = LowerTIRx("cuda")
+    mod = lower(kernel)
+    assert [d.notes["vec"] for d in lower.decisions] == [vec, 4]
+    a = np.arange(256, dtype="float32").reshape(32, 8)
+    b = run_kernel(mod["main"], a, np.zeros((32, 4), "float32")).arrays[1]
+    np.testing.assert_array_equal(b, a[:, start : start + 4])
 
 
 def test_fill_vectorized_then_copy_out():

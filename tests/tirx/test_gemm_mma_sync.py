@@ -300,7 +300,8 @@ def _epilogue(func, acc, c, w):
     post_order_visit(func.body, lambda n: stores.append(n) if isinstance(n, BufferStore) else None)
     post_order_visit(func.body, lambda n: loops.append(n) if isinstance(n, For) else None)
     (store,) = [s for s in stores if s.buffer.name == "C_1"]
-    registers = [f for f in loops if f.loop_var.name.startswith("r")]
+    # register loops (r<i>) and, where the copy is vectorized, its lanes (v<i>)
+    registers = [f for f in loops if f.loop_var.name[:1] in "rv" and f.loop_var.name[1:].isdigit()]
     for lane in range(32):
         for point in np.ndindex(*(f.extent.value for f in registers)):
             env = {"bx": 0, "by": 0, "w": w, "threadIdx_x": 32 * w + lane}

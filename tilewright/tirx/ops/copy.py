@@ -15,7 +15,13 @@ from tilewright.layout.shard import MEMORY
 from tilewright.tirx.dispatch import Check, ExecContext, Variant, check_all
 from tilewright.tirx.ops.copy_checks import copy_operands, valid_copy
 from tilewright.tirx.ops.copy_gmem_smem import emit_gmem_smem, is_gmem_smem
-from tilewright.tirx.ops.elementwise import load, register_walk, store, strided_loop
+from tilewright.tirx.ops.elementwise import (
+    load,
+    register_vector,
+    register_walk,
+    store,
+    strided_loop,
+)
 
 SCOPE_AXES = {
     "thread": (),
@@ -57,10 +63,13 @@ def _full_scope(ctx: ExecContext) -> Check:
 
 
 def emit_register(op_: TileOp, ctx: ExecContext) -> Stmt:
-    """Each thread copies the elements its register layout gives it, one by one."""
+    """Each thread copies the elements its register layout gives it: groups of consecutive
+    registers that are consecutive and aligned in the other operand too move as one vector
+    access (up to 16 bytes, ``register_vector``), the rest one by one."""
     dst, src = copy_operands(op_)
     reg_is_dst = dst.memory == "local"
     reg, other = (dst, src) if reg_is_dst else (src, dst)
+    vector = register_vector(reg, other, ctx)
 
     def body(logical: Offset, reg_offset: Offset) -> Stmt:
         other_offset = other.element_offset(logical)[MEMORY]
@@ -68,8 +77,8 @@ def emit_register(op_: TileOp, ctx: ExecContext) -> Stmt:
             return store(reg, ctx, reg_offset, load(other, ctx, other_offset))
         return store(other, ctx, other_offset, load(reg, ctx, reg_offset))
 
-    ctx.notes.update(register=reg.buffer.name)
-    return register_walk(reg, ctx, body)
+    ctx.notes.update(register=reg.buffer.name, vec=vector)
+    return register_walk(reg, ctx, body, vector)
 
 
 def is_scalar(op_: TileOp, ctx: ExecContext) -> Check:
