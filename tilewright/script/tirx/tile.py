@@ -76,6 +76,60 @@ class ExecScope:
             raise TypeError(f"Tx.{self.name}.fill: value must be a scalar, got {value!r}")
         return TileOp("fill", self.name, (target, value), _options(dispatch))
 
+    def cast(self, dst: object, src: object, dispatch: str | None = None) -> TileOp:
+        """``Tx.<scope>.cast(dst, src)``: ``dst = src`` converted to ``dst``'s dtype."""
+        return self._elementwise("cast", dst, (src,), dispatch)
+
+    def relu(self, dst: object, src: object, dispatch: str | None = None) -> TileOp:
+        """``Tx.<scope>.relu(dst, src)``: ``dst = max(src, 0)``."""
+        return self._elementwise("relu", dst, (src,), dispatch)
+
+    def gelu(self, dst: object, src: object, dispatch: str | None = None) -> TileOp:
+        """``Tx.<scope>.gelu(dst, src)``: ``dst = src * (1 + erf(src / sqrt(2))) / 2``."""
+        return self._elementwise("gelu", dst, (src,), dispatch)
+
+    def exp(self, dst: object, src: object, dispatch: str | None = None) -> TileOp:
+        """``Tx.<scope>.exp(dst, src)``: ``dst = exp(src)``."""
+        return self._elementwise("exp", dst, (src,), dispatch)
+
+    def add(self, dst: object, a: object, b: object, dispatch: str | None = None) -> TileOp:
+        """``Tx.<scope>.add(dst, a, b)``: ``dst = a + b``; ``b`` a region (extents equal to
+        ``dst``'s or 1 where broadcast, e.g. a bias row) or a scalar. Inputs are converted to
+        ``dst``'s dtype first.
+
+        Example: ``Tx.wg.add(acc[0:64, 0:256], acc[0:64, 0:256], bias[0:1, 0:256])``.
+        """
+        return self._elementwise("add", dst, (a, b), dispatch)
+
+    def sub(self, dst: object, a: object, b: object, dispatch: str | None = None) -> TileOp:
+        """``Tx.<scope>.sub(dst, a, b)``: ``dst = a - b`` (``b`` as in ``add``)."""
+        return self._elementwise("sub", dst, (a, b), dispatch)
+
+    def mul(self, dst: object, a: object, b: object, dispatch: str | None = None) -> TileOp:
+        """``Tx.<scope>.mul(dst, a, b)``: ``dst = a * b`` (``b`` as in ``add``)."""
+        return self._elementwise("mul", dst, (a, b), dispatch)
+
+    def maximum(self, dst: object, a: object, b: object, dispatch: str | None = None) -> TileOp:
+        """``Tx.<scope>.maximum(dst, a, b)``: ``dst = max(a, b)`` elementwise."""
+        return self._elementwise("maximum", dst, (a, b), dispatch)
+
+    def minimum(self, dst: object, a: object, b: object, dispatch: str | None = None) -> TileOp:
+        """``Tx.<scope>.minimum(dst, a, b)``: ``dst = min(a, b)`` elementwise."""
+        return self._elementwise("minimum", dst, (a, b), dispatch)
+
+    def _elementwise(self, name: str, dst: object, inputs: tuple, dispatch: str | None) -> TileOp:
+        where = f"Tx.{self.name}.{name}"
+        target = _region(dst, f"{where}: dst")
+        args: list = [target]
+        for position, value in enumerate(inputs):
+            if position == 1 and isinstance(value, bool | int | float):
+                value = op.convert(value, target.buffer.dtype)
+            if position == 1 and isinstance(value, PrimExpr):
+                args.append(value)
+                continue
+            args.append(_region(value, f"{where}: input {position}"))
+        return TileOp(name, self.name, tuple(args), _options(dispatch))
+
     def gemm(
         self,
         C: object,
