@@ -108,3 +108,15 @@ def test_tile_layer_warp_specialised_gemm_with_tails(
     want = a.astype(np.float64) @ bt.astype(np.float64).T
     assert not np.isnan(got).any()  # every element stored
     assert _relative_error(got, want) < 1e-5
+
+
+def test_elementwise_epilogue_on_an_accumulator_layout() -> None:
+    from tirx.epilogue_kernels import bias_relu_epilogue
+
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((64, 16)).astype(np.float32)
+    bias = rng.standard_normal(16).astype(np.float16)
+    c = np.full((64, 16), np.nan, np.float16)
+    *_, got = _run(bias_relu_epilogue, a, bias, c)
+    want = np.maximum(a + bias.astype(np.float32), 0).astype(np.float16)
+    np.testing.assert_array_equal(got, want)

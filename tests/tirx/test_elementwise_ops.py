@@ -10,35 +10,17 @@ import math
 
 import numpy as np
 import pytest
+from epilogue_kernels import bias_relu_epilogue
 from evaluator import run_kernel
 
 import tilewright as tw
-from tilewright.layout import S, TileLayout, laneid, wgmma_accumulator_layout
+from tilewright.layout import S, TileLayout, laneid
 from tilewright.runtime.cuda_runtime import nvrtc
 from tilewright.script import from_source
 from tilewright.script import tirx as T
 from tilewright.script.tirx import tile as Tx
 from tilewright.tirx.dispatch import DispatchError
 from tilewright.tirx.transform import LowerTIRx
-
-ACC = wgmma_accumulator_layout(64, 16)
-
-
-@T.prim_func
-def bias_relu_epilogue(
-    A: T.Buffer((64, 16), "float32"),
-    bias: T.Buffer((16,), "float16"),
-    C: T.Buffer((64, 16), "float16"),
-):
-    T.device_entry()
-    T.thread_id([128])
-    acc = T.alloc_buffer((64, 16), "float32", scope="local", layout=ACC)
-    out = T.alloc_buffer((64, 16), "float16", scope="local", layout=ACC)
-    Tx.wg.copy(acc[0:64, 0:16], A[0:64, 0:16])  # stands for the wgmma result
-    Tx.wg.add(acc[0:64, 0:16], acc[0:64, 0:16], bias[0:16])  # one bias per column
-    Tx.wg.relu(acc[0:64, 0:16], acc[0:64, 0:16])
-    Tx.wg.cast(out[0:64, 0:16], acc[0:64, 0:16])
-    Tx.wg.copy(C[0:64, 0:16], out[0:64, 0:16])
 
 
 def test_a_bias_relu_cast_epilogue_on_a_wgmma_accumulator() -> None:
