@@ -90,6 +90,13 @@ def _operands(op_: TileOp) -> tuple[Operand, list[Operand | PrimExpr]] | str:
     return dst, inputs
 
 
+def _accepted(op_: TileOp) -> tuple[Operand, list[Operand | PrimExpr]]:
+    """The operands of an op a variant's check accepted."""
+    parsed = _operands(op_)
+    assert not isinstance(parsed, str)  # the variant's check returned this reason otherwise
+    return parsed
+
+
 def _broadcasts(side: Operand, dst: Operand) -> bool:
     mine, theirs = _trimmed(side.extents, len(dst.extents)), dst.extents
     return mine is not None and all(a in (b, 1) for a, b in zip(mine, theirs))
@@ -125,7 +132,6 @@ def _value(
     op_: TileOp,
     dst: Operand,
     inputs: list[Operand | PrimExpr],
-    ctx: ExecContext,
     read: Callable[[Operand], PrimExpr],
 ) -> PrimExpr:
     dtype = dst.buffer.dtype
@@ -158,9 +164,7 @@ def is_register(op_: TileOp, ctx: ExecContext) -> Check:
 
 def emit_register(op_: TileOp, ctx: ExecContext) -> Stmt:
     """Each thread computes the elements of its own registers."""
-    parsed = _operands(op_)
-    assert not isinstance(parsed, str)  # is_register accepted it
-    dst, inputs = parsed
+    dst, inputs = _accepted(op_)
 
     def body(logical: Offset, reg_offset: Offset) -> Stmt:
         def read(side: Operand) -> PrimExpr:
@@ -168,7 +172,7 @@ def emit_register(op_: TileOp, ctx: ExecContext) -> Stmt:
                 return load(side, ctx, oa.add(side.base, oa.add(reg_offset, oa.mul(dst.base, -1))))
             return load(side, ctx, _element(side, dst, logical))
 
-        return store(dst, ctx, reg_offset, _value(op_, dst, inputs, ctx, read))
+        return store(dst, ctx, reg_offset, _value(op_, dst, inputs, read))
 
     ctx.notes.update(register=dst.buffer.name)
     return register_walk(dst, ctx, body)
@@ -190,16 +194,14 @@ def is_scalar(op_: TileOp, ctx: ExecContext) -> Check:
 
 def emit_scalar(op_: TileOp, ctx: ExecContext) -> Stmt:
     """Each thread computes elements ``e * threads + tid``."""
-    parsed = _operands(op_)
-    assert not isinstance(parsed, str)  # is_scalar accepted it
-    dst, inputs = parsed
+    dst, inputs = _accepted(op_)
 
     def body(index: Offset) -> Stmt:
         def read(side: Operand) -> PrimExpr:
             return load(side, ctx, _element(side, dst, index))
 
         target = dst.element_offset(index)[MEMORY]
-        return store(dst, ctx, target, _value(op_, dst, inputs, ctx, read))
+        return store(dst, ctx, target, _value(op_, dst, inputs, read))
 
     ctx.notes.update(rounds=-(-dst.size() // ctx.threads))
     return strided_loop(dst.size(), ctx, body)
