@@ -1,16 +1,23 @@
-"""Hopper GEMM (issue 14): the warp-specialised TMA + mbarrier + wgmma kernel of
-``tilewright.tirx.hopper_gemm`` beside cuBLAS (``torch.matmul``).
+"""Hopper GEMM (issue 14): the warp-specialised, persistent TMA + mbarrier + wgmma GEMM
+written in the tile layer (``tilewright.tirx.tile_hopper_gemm``: ``Tx.thread.copy_async``
+TMA loads, ``Tx.wg.gemm_async`` on wgmma, a ``stmatrix`` + TMA-store epilogue or stores from
+registers) and the same kernel written with the raw intrinsics
+(``tilewright.tirx.hopper_gemm``), beside cuBLAS (``torch.matmul(a, bt.t())``).
 
-``C = A @ Bt.T`` in float16 and bfloat16 at 4096^3 and 8192^3 (C in the input dtype, as
-cuBLAS writes it): checked against a float64 product first (max error relative to the
-largest output, 1e-2 at most), then timed with CUDA events (median of 20 single calls);
-cuBLAS multiplies the same operands (``torch.matmul(a, bt.t())``). The kernel takes the
-tensors themselves (``f(a, bt, c)``): their TMA maps are encoded on the host at launch and
-passed as ``__grid_constant__`` parameters. Prints ours, cuBLAS's, the
-ratio, and the SASS counts of HGMMA and UTMALDG when ``cuobjdump`` is on the path.
+First small problems with tails in M, N and K and few CTAs, each looping over several tiles
+(a wrong or hanging kernel shows in seconds); then ``C = A @ Bt.T`` at 4096^3 and 8192^3 in
+float16 and bfloat16 (C in the input type, as cuBLAS writes it). Every problem is checked
+against a float64 product first (max error relative to the largest output, 1e-2 at most;
+NaN, an element never stored, fails). Timing: CUDA events around 10 queued calls (the
+kernels' own time), ours and cuBLAS on the same operands in alternation for 15 rounds
+(``cuda_events.paired_medians``: a clock change during the run weighs on both); the ratio
+is the median of the rounds' ratios. The kernels take the tensors (``f(a, bt, c)``): their
+TMA maps are encoded on the host at launch and passed as ``__grid_constant__`` parameters.
+Prints ours, cuBLAS's, the ratio and the SASS counts (cuobjdump) of HGMMA, UTMALDG,
+UTMASTG and STSM. A faulthandler watchdog ends the process if a kernel hangs.
 
-    python benchmarks/gpu_hopper_gemm.py [--sizes 4096 8192] [--block-n 128] [--stages 4]
-        [--grid CTAS] [--group-m 8]
+    python benchmarks/gpu_hopper_gemm.py [--sizes 4096 8192] [--kernels tile raw]
+        [--epilogues tma direct] [--block-n 256] [--stages 4] [--grid CTAS] [--group-m 8]
 """
 
 from __future__ import annotations
@@ -25,15 +32,18 @@ import tempfile
 from pathlib import Path
 
 import torch
-from cuda_events import cuda_median
+from cuda_events import paired_medians
 
 import tilewright as tw
 from tilewright.tirx.hopper_gemm import hopper_gemm
+from tilewright.tirx.tile_hopper_gemm import tile_hopper_gemm
 
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+SASS_OPS = ("HGMMA", "UTMALDG", "UTMASTG", "STSM")
 
 
-def sass_counts(artifact: tw.artifact.Artifact) -> str:
+def sass_counts(artifact: tw.artifact.Artifact, ops: tuple[str, ...] = SASS_OPS) -> str:
+    """How many of each SASS instruction in ``ops`` the artifact's cubin holds (cuobjdump)."""
     if shutil.which("cuobjdump") is None:
         return "cuobjdump not found"
     with tempfile.TemporaryDirectory() as tmp:
@@ -42,43 +52,47 @@ def sass_counts(artifact: tw.artifact.Artifact) -> str:
         sass = subprocess.run(
             ["cuobjdump", "-sass", str(path)], capture_output=True, text=True, check=True
         ).stdout
-    counts = {op: len(re.findall(rf"\b{op}\b", sass)) for op in ("HGMMA", "UTMALDG")}
+    counts = {op: len(re.findall(rf"\b{op}\b", sass)) for op in ops}
     return ", ".join(f"{op} {count}" for op, count in counts.items())
 
 
-def run(n: int, dtype: str, block_n: int, stages: int, grid: int, group_m: int) -> bool:
+def make(kernel: str, m: int, n: int, k: int, dtype: str, **params: object):
+    """The GEMM ``PrimFunc``: the tile-layer one (any epilogue) or the raw-intrinsic one."""
+    if kernel == "tile":
+        return tile_hopper_gemm(m, n, k, in_dtype=dtype, out_dtype=dtype, **params)  # type: ignore[arg-type]
+    params.pop("epilogue", None)  # the raw kernel stores from registers
+    return hopper_gemm(m, n, k, in_dtype=dtype, out_dtype=dtype, **params)  # type: ignore[arg-type]
+
+
+def run(kernel: str, m: int, n: int, k: int, dtype: str, timed: bool, **params: object) -> bool:
+    """Build, check against float64, and (when ``timed``) time beside cuBLAS."""
     tdt = TORCH_DTYPES[dtype]
     gen = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.rand(n, n, device="cuda", generator=gen, dtype=torch.float32).to(tdt) - 0.5
-    bt = torch.rand(n, n, device="cuda", generator=gen, dtype=torch.float32).to(tdt) - 0.5
-    func = hopper_gemm(
-        n, n, n, block_n=block_n, stages=stages, in_dtype=dtype, out_dtype=dtype, grid=grid,
-        group_m=group_m,
-    )  # fmt: skip
+    a = torch.rand(m, k, device="cuda", generator=gen, dtype=torch.float32).to(tdt) - 0.5
+    bt = torch.rand(n, k, device="cuda", generator=gen, dtype=torch.float32).to(tdt) - 0.5
+    func = make(kernel, m, n, k, dtype, **params)
     artifact = tw.build_artifact(func, target="cuda")
     f = tw.build(func, target="cuda")
-    c = torch.full((n, n), float("nan"), device="cuda", dtype=tdt)
-    f(a, bt, c)  # the TMA maps of a and bt are encoded at launch
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=tdt)
+    f(a, bt, c)
     want = a.double() @ bt.double().t()
-    scale = float(want.abs().max())
-    error = float((c.double() - want).abs().max()) / scale
-    name = f"{dtype} {n}^3, 128x{block_n} tile, {stages} stages, {grid} CTAs, groups of {group_m}"
+    error = float((c.double() - want).abs().max()) / float(want.abs().max())
+    settings = ", ".join(f"{key} {value}" for key, value in params.items())
+    name = f"{kernel:4s} {dtype:8s} {m} x {n} x {k} ({settings})"
     if not error < 1e-2:
         print(f"{name}: WRONG (max relative error {error:.2e})", flush=True)
         return False
+    if not timed:
+        print(f"{name}: correct (error {error:.1e})", flush=True)
+        return True
     out = torch.empty_like(c)
-    # Queued: 10 calls between two events, the kernels' own time; single: one call, the
-    # host's launch included.
-    peer = cuda_median(lambda: torch.matmul(a, bt.t(), out=out), runs=20, warmup=2, calls=10)
-    ours = cuda_median(lambda: f(a, bt, c), runs=20, warmup=2, calls=10)
-    peer1 = cuda_median(lambda: torch.matmul(a, bt.t(), out=out), runs=20, warmup=2)
-    ours1 = cuda_median(lambda: f(a, bt, c), runs=20, warmup=2)
-    flops = 2 * n**3
+    ours, cublas, ratio = paired_medians(
+        lambda: f(a, bt, c), lambda: torch.matmul(a, bt.t(), out=out)
+    )
+    flops = 2 * m * n * k
     print(
-        f"{name}: ours {flops / ours / 1e12:6.1f} TFLOP/s, cuBLAS {flops / peer / 1e12:6.1f}, "
-        f"ratio {peer / ours:.2f}; one call at a time {flops / ours1 / 1e12:6.1f} vs "
-        f"{flops / peer1 / 1e12:6.1f}, ratio {peer1 / ours1:.2f} (error {error:.1e}; SASS "
-        f"{sass_counts(artifact)})",
+        f"{name}: ours {flops / ours / 1e12:6.1f} TFLOP/s, cuBLAS {flops / cublas / 1e12:6.1f}"
+        f", ratio {ratio:.2f} (error {error:.1e}; SASS {sass_counts(artifact)})",
         flush=True,
     )
     return True
@@ -87,23 +101,39 @@ def run(n: int, dtype: str, block_n: int, stages: int, grid: int, group_m: int) 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="*", default=[4096, 8192])
-    parser.add_argument("--block-n", type=int, default=128)
+    parser.add_argument("--kernels", nargs="*", default=["tile", "raw"], choices=["tile", "raw"])
+    parser.add_argument("--epilogues", nargs="*", default=["tma", "direct"])
+    parser.add_argument("--block-n", type=int, default=256)
     parser.add_argument("--stages", type=int, default=4)
     parser.add_argument("--grid", type=int, help="persistent CTAs (default: one per SM)")
     parser.add_argument("--group-m", type=int, default=8, help="rows of tiles per group")
-    parser.add_argument("--watchdog", type=float, default=240, help="seconds before giving up")
+    parser.add_argument("--watchdog", type=float, default=300, help="seconds before giving up")
     args = parser.parse_args()
-    # A kernel that waits on an mbarrier nobody completes hangs in the driver: end the process
-    # (with a traceback) instead of the caller's whole time budget.
+    # A kernel waiting on an mbarrier phase that never completes hangs in the driver: dump
+    # the traceback and exit instead of spending the caller's whole budget.
     faulthandler.dump_traceback_later(args.watchdog, exit=True)
     grid = args.grid or torch.cuda.get_device_properties(0).multi_processor_count
-    config = (args.block_n, args.stages, grid, args.group_m)
-    # A small problem first: a wrong or hanging kernel shows in seconds (with few CTAs, so
-    # that each loops over several tiles).
-    ok = run(512, "float16", args.block_n, args.stages, 3, 2)
-    for dtype in ("float16", "bfloat16"):
-        for n in args.sizes if ok else []:
-            ok = run(n, dtype, *config) and ok
+    config = {"block_n": args.block_n, "stages": args.stages, "grid": grid}
+    config["group_m"] = args.group_m
+    variants = [
+        (kernel, epilogue)
+        for kernel in args.kernels
+        for epilogue in (args.epilogues if kernel == "tile" else ["direct"])
+    ]
+    ok = True
+    for kernel, epilogue in variants:
+        small = dict(config, grid=5, group_m=3, epilogue=epilogue)
+        n = 704 if epilogue == "tma" else 700  # TMA: rows a multiple of 16 bytes
+        for dtype in ("float16", "bfloat16"):
+            if kernel == "tile":  # tails in M, N and K
+                ok = run(kernel, 1000, n, 520, dtype, False, **small) and ok
+            else:  # the raw kernel takes whole tiles
+                ok = run(kernel, 512, 512, 512, dtype, False, **dict(small, grid=3)) and ok
+    for size in args.sizes if ok else []:
+        for dtype in ("float16", "bfloat16"):
+            for kernel, epilogue in variants:
+                params = dict(config, epilogue=epilogue)
+                ok = run(kernel, size, size, size, dtype, True, **params) and ok
     return 0 if ok else 1
 
 

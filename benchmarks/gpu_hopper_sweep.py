@@ -1,10 +1,12 @@
 """The Hopper GEMM's parameters swept by the tuner (issue 14): ``ms.tune_params`` builds
-``tilewright.tirx.hopper_gemm`` for every configuration with the tuner's builder, checks each
+``tilewright.tirx.hopper_gemm`` (``--kernel raw``) or the tile-layer
+``tilewright.tirx.tile_hopper_gemm`` (``--kernel tile``, its epilogue swept too) for every
+configuration with the tuner's builder, checks each
 output against a float32 product of the same random inputs, times it with the tuner's runner
 (inputs rotated so that L2 does not flatter) and prints the table, fastest first, beside
 cuBLAS (``torch.matmul``) on the same shapes.
 
-    python benchmarks/gpu_hopper_sweep.py [--size 4096] [--dtype float16]
+    python benchmarks/gpu_hopper_sweep.py [--size 4096] [--dtype float16] [--kernel raw]
 """
 
 from __future__ import annotations
@@ -18,8 +20,15 @@ from cuda_events import cuda_median
 
 from tilewright import meta_schedule as ms
 from tilewright.tirx.hopper_gemm import hopper_gemm
+from tilewright.tirx.tile_hopper_gemm import tile_hopper_gemm
 
-SPACE = {"block_n": [128, 256], "stages": [3, 4, 5], "group_m": [4, 8, 16]}
+KERNELS = {
+    "raw": (hopper_gemm, {"block_n": [128, 256], "stages": [3, 4, 5], "group_m": [4, 8, 16]}),
+    "tile": (
+        tile_hopper_gemm,
+        {"block_n": [128, 256], "stages": [3, 4], "group_m": [4, 8], "epilogue": ["tma", "direct"]},
+    ),
+}
 
 
 def reference(a: np.ndarray, bt: np.ndarray, c: np.ndarray) -> None:
@@ -31,11 +40,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=int, default=4096)
     parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"])
+    parser.add_argument("--kernel", default="raw", choices=sorted(KERNELS))
     args = parser.parse_args()
     n, dtype = args.size, args.dtype
+    kernel, space = KERNELS[args.kernel]
     result = ms.tune_params(
-        lambda **p: hopper_gemm(n, n, n, in_dtype=dtype, out_dtype=dtype, **p),
-        SPACE,
+        lambda **p: kernel(n, n, n, in_dtype=dtype, out_dtype=dtype, **p),
+        space,
         target="cuda",
         reference=reference,
         rtol=2e-2,

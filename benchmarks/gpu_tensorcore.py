@@ -4,8 +4,9 @@ configuration with padded rows for comparison) beside cuBLAS (``torch.matmul``).
 
 For float16 and bfloat16 inputs accumulated in float32 at 4096^3 (and 8192^3 for the best
 configuration): each configuration is checked against a float64 product first (max error
-relative to the largest output, 1e-2 at most), then timed with CUDA events (median of 20
-single calls); cuBLAS multiplies the same inputs into its own dtype. Prints ours, cuBLAS's
+relative to the largest output, 1e-2 at most), then timed beside cuBLAS in alternation
+(``cuda_events.paired_medians``: 10 queued calls a sample, 15 rounds; the ratio is the median
+of the rounds' ratios); cuBLAS multiplies the same inputs into its own dtype. Prints ours, cuBLAS's
 and the ratio, and the SASS instruction counts (HMMA, LDSM, LDGSTS) of the best kernel when
 ``cuobjdump`` is on the path.
 
@@ -24,7 +25,7 @@ import time
 from pathlib import Path
 
 import torch
-from cuda_events import cuda_median
+from cuda_events import paired_medians
 
 import tilewright as tw
 from tilewright.meta_schedule.testing.tensor_core import mma_matmul, schedule_mma
@@ -54,7 +55,8 @@ def build(n: int, dtype: str, config: dict):
     return tw.build(sch.mod, target="cuda")
 
 
-def measure(n: int, dtype: str, name: str, config: dict, peer: float, inputs) -> float | None:
+def measure(n: int, dtype: str, name: str, config: dict, peer, inputs) -> float | None:
+    """Check, then time against ``peer`` (cuBLAS's call); the ratio, None when wrong."""
     a, b, want, scale = inputs
     start = time.perf_counter()
     func = build(n, dtype, config)["main"]
@@ -65,14 +67,14 @@ def measure(n: int, dtype: str, name: str, config: dict, peer: float, inputs) ->
     if not error < 1e-2:
         print(f"{dtype} {n}^3 {name}: WRONG (max relative error {error:.2e})", flush=True)
         return None
-    ours = cuda_median(functools.partial(func, a, b, c), runs=20, warmup=2)
+    ours, theirs, ratio = paired_medians(functools.partial(func, a, b, c), peer)
     flops = 2 * n**3
     print(
         f"{dtype:8s} {n}^3 {name:45s} {flops / ours / 1e12:7.1f} TFLOP/s  cuBLAS "
-        f"{flops / peer / 1e12:6.1f}  {peer / ours:.2f}x  (error {error:.1e}, built {built:.1f} s)",
+        f"{flops / theirs / 1e12:6.1f}  {ratio:.2f}x  (error {error:.1e}, built {built:.1f} s)",
         flush=True,
     )
-    return peer / ours
+    return ratio
 
 
 def problem(n: int, dtype: str):
@@ -81,8 +83,7 @@ def problem(n: int, dtype: str):
     b = torch.randn(n, n, device="cuda").to(TORCH_DTYPES[dtype])
     want = torch.matmul(a.double(), b.double())
     out = torch.empty(n, n, device="cuda", dtype=TORCH_DTYPES[dtype])
-    peer = cuda_median(lambda: torch.matmul(a, b, out=out), runs=20, warmup=2)
-    return (a, b, want, float(want.abs().max())), peer
+    return (a, b, want, float(want.abs().max())), lambda: torch.matmul(a, b, out=out)
 
 
 def sass_counts(n: int, dtype: str, config: dict) -> str:

@@ -2,8 +2,9 @@
 tuned by ``ms.tune_tir`` (``MultiLevelTilingTensorCore`` in the CUDA defaults) within a trial
 and time budget; then the best candidate, the hand schedule (the best configuration of
 ``gpu_tensorcore.py``) and cuBLAS (``torch.matmul`` on the same float16 inputs) timed in one
-run, each checked against float64 first. Prints the three, the ratios, the trials and the
-tuning wall time.
+run, each checked against float64 first, then timed in alternation with the other
+(``cuda_events.paired_medians``: 10 queued calls a sample, 15 rounds, the median of the
+rounds' ratios). Prints the three, the ratios, the trials and the tuning wall time.
 
     python benchmarks/gpu_tune_tensorcore.py [--trials 1000] [--seconds 300]
 """
@@ -17,7 +18,7 @@ import tempfile
 import time
 
 import torch
-from cuda_events import cuda_median
+from cuda_events import paired_medians
 from gpu_tensorcore import CONFIGS, problem
 
 import tilewright as tw
@@ -30,13 +31,13 @@ N = 4096
 HAND = "128x128, 4 warps of 64x64, k64, 3 stages"
 
 
-def _time(func, inputs) -> tuple[float, float]:
-    """(median seconds a call, max error relative to the largest output)."""
+def _check(func, inputs) -> tuple[object, float]:
+    """(a call of ``func`` on the inputs, max error relative to the largest output)."""
     a, b, want, scale = inputs
     c = torch.full((N, N), float("nan"), device="cuda")
     func(a, b, c)
     error = float((c.double() - want).abs().max()) / scale
-    return cuda_median(functools.partial(func, a, b, c), runs=20, warmup=2), error
+    return functools.partial(func, a, b, c), error
 
 
 def main() -> int:
@@ -66,21 +67,26 @@ def main() -> int:
         return 1
     decisions = [i.decision for i in sch.trace.insts if i.kind == "sample_perfect_tile"]
     print(f"best candidate's tiles (i, j: blocks/warps/fragments; k: steps/fragments): {decisions}")
-    inputs, peer = problem(N, "float16")
-    tuned, tuned_error = _time(tw.build(sch.mod, target="cuda")["main"], inputs)
+    inputs, _ = problem(N, "float16")
+    tuned, tuned_error = _check(tw.build(sch.mod, target="cuda")["main"], inputs)
     hand_sch = schedule_mma(Schedule(mma_matmul(N, N, N)), **CONFIGS[HAND])
-    hand, hand_error = _time(tw.build(hand_sch.mod, target="cuda")["main"], inputs)
-    flops = 2 * N**3
-    for name, seconds, error in (("tuned", tuned, tuned_error), ("hand", hand, hand_error)):
+    hand, hand_error = _check(tw.build(hand_sch.mod, target="cuda")["main"], inputs)
+    for name, error in (("tuned", tuned_error), ("hand", hand_error)):
         if not error < 1e-2:
             print(f"{name}: WRONG (max relative error {error:.2e})")
             return 1
+    a, b = inputs[:2]
+    out = torch.empty(N, N, device="cuda", dtype=torch.float16)
+    flops = 2 * N**3
+    for name, call, error in (("tuned", tuned, tuned_error), ("hand", hand, hand_error)):
+        ours, peer, ratio = paired_medians(call, lambda: torch.matmul(a, b, out=out))
         print(
-            f"{name:6s} {flops / seconds / 1e12:7.1f} TFLOP/s  {peer / seconds:.2f}x cuBLAS "
+            f"{name:6s} {flops / ours / 1e12:7.1f} TFLOP/s  {ratio:.2f}x cuBLAS "
             f"({flops / peer / 1e12:.1f})  (error {error:.1e})",
             flush=True,
         )
-    print(f"tuned / hand: {hand / tuned:.2f}x")
+    _, _, tuned_over_hand = paired_medians(tuned, hand)
+    print(f"tuned / hand: {tuned_over_hand:.2f}x (in alternation)")
     return 0
 
 

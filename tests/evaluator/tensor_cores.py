@@ -19,6 +19,12 @@
   ``g + 8 ((r // 2) % 2)``, column ``2q + r % 2 + 8 (r // 4)``), B (4: row
   ``2q + r % 2 + 8 (r // 2)``, column ``g``) and C (4: row ``g + 8 (r // 2)``, column
   ``2q + r % 2``). Products and sums in float32, rounded once to C's type.
+- ``tw.cuda.stmatrix(num, trans, smem, local, local_offset)``
+  (``stmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16``): ldmatrix's inverse. Lane ``t``
+  gives ``local[local_offset + 2q]`` and ``[... + 2q + 1]`` of matrix ``q`` (row ``t // 4``,
+  columns ``2 (t % 4)``, ``+1``; with ``trans`` those are rows of the transpose); lane
+  ``t < 8 * num`` writes row ``t % 8`` of matrix ``t // 8`` at ``smem``, writes the race
+  detector sees as that lane's.
 - ``mma_fill(size, ptr, offset)``: ``ptr[offset : offset + size] = 0``.
 - ``mma_store(16, 16, dst, src, src_offset, stride)``: lane ``threadIdx.x`` stores its
   register ``r`` of a 16x16 accumulator tile (two C fragments side by side) to
@@ -35,6 +41,7 @@ import numpy as np
 
 from tilewright import ir
 from tilewright.ir import intrinsics
+from tilewright.ir import intrinsics_hopper as hopper
 
 from .memory import Pointer
 from .warps import WARP, block_dims, offer, warp_offers, warp_result
@@ -76,6 +83,33 @@ def ldmatrix_take(thread: Any, trans: bool, num: int, local: Pointer, offset: in
         else:
             values += list(offers[8 * q + lane // 4][2][2 * (lane % 4) : 2 * (lane % 4) + 2])
     local.write(int(offset) + np.arange(2 * num), np.array(values))
+
+
+# -- stmatrix -----------------------------------------------------------------------------------
+def stmatrix_offer(thread: Any, trans: bool, num: int, local: Pointer, offset: int) -> tuple:
+    """What a lane brings to ``stmatrix``: two 16-bit registers per matrix."""
+    registers = local.read(offset, 2 * num)
+    if registers.dtype.itemsize != 2:
+        raise AssertionError(f"stmatrix: {local.name} holds {registers.dtype}, not 16 bits")
+    return trans, num, registers
+
+
+def stmatrix_take(thread: Any, trans: bool, num: int, smem: Pointer) -> None:
+    """The lane writes its row of a matrix (if it addresses one) from its warp's registers."""
+    offers = warp_offers(thread, "stmatrix")
+    if any(o[:2] != (trans, num) for o in offers):
+        raise AssertionError("stmatrix: the lanes of a warp run different stmatrix forms")
+    lane = _lane(thread)
+    if lane >= 8 * num:
+        return
+    q, r = divmod(lane, 8)
+    if trans:  # row r of the stored matrix is column r of the lanes' one
+        row = [offers[4 * j + r // 2][2][2 * q + r % 2] for j in range(8)]
+    else:
+        row = [offers[4 * r + c][2][2 * q + i] for c in range(4) for i in (0, 1)]
+    if smem.dtype.itemsize != 2:
+        raise AssertionError(f"stmatrix: {smem.name} holds {smem.dtype}, not 16-bit elements")
+    smem.write(np.arange(8), np.array(row, smem.dtype))
 
 
 # -- mma -----------------------------------------------------------------------------------------
@@ -161,6 +195,7 @@ class TensorCoreTranslator:
             intrinsics.PTX_MMA: self.emit_mma,
             intrinsics.MMA_FILL: self.emit_fill,
             intrinsics.MMA_STORE: self.emit_store,
+            hopper.STMATRIX: self.emit_stmatrix,
         }.get(intrinsic)  # type: ignore[arg-type]
         if emitter is None:
             super().stmt_Evaluate(s)  # type: ignore[misc]
@@ -170,17 +205,40 @@ class TensorCoreTranslator:
         emitter(call)
 
     def emit_ldmatrix(self, call: ir.Call) -> None:
-        expr, emit, constant = self.expr, self.emit, self.constant  # type: ignore[attr-defined]
         trans, num, kind, local, local_offset, smem, smem_offset = call.args
-        flag, count = bool(_constant(trans, "ldmatrix's trans")), _constant(num, "ldmatrix's num")
-        if count not in (1, 2, 4) or _text(kind, "ldmatrix's type") != ".b16":
-            raise TypeError(f"evaluator: ldmatrix of {count} matrices of {kind} (1, 2, 4 of .b16)")
+        if _text(kind, "ldmatrix's type") != ".b16":
+            raise TypeError(f"evaluator: ldmatrix of {kind} (only .b16)")
         _check_scope(local, "local", "ldmatrix's destination")
         _check_scope(smem, "shared", "ldmatrix's source")
-        source = f"{expr(smem)}, {expr(smem_offset)}"
-        emit(f"{constant(offer)}(_t, {constant(ldmatrix_offer)}(_t, {flag}, {count}, {source}))")
-        emit(f"yield {constant(intrinsics.PTX_LDMATRIX)}")
-        emit(f"{constant(ldmatrix_take)}(_t, {flag}, {count}, {expr(local)}, {expr(local_offset)})")
+        self._exchange(
+            intrinsics.PTX_LDMATRIX, trans, num, (ldmatrix_offer, smem, smem_offset),
+            (ldmatrix_take, local, local_offset),
+        )  # fmt: skip
+
+    def emit_stmatrix(self, call: ir.Call) -> None:
+        num, trans, smem, local, local_offset = call.args
+        _check_scope(local, "local", "stmatrix's source")
+        _check_scope(smem, "shared", "stmatrix's destination")
+        self._exchange(
+            hopper.STMATRIX, trans, num, (stmatrix_offer, local, local_offset),
+            (stmatrix_take, smem),
+        )  # fmt: skip
+
+    def _exchange(self, intrinsic, trans, num, offered: tuple, taken: tuple) -> None:
+        """A warp-collective 8 x 8 matrix move: every lane offers (``offered``: the function
+        and its pointer arguments), yields, then takes its part (``taken``)."""
+        expr, emit, constant = self.expr, self.emit, self.constant  # type: ignore[attr-defined]
+        what = intrinsic.name.split(".")[-1]
+        flag, count = bool(_constant(trans, f"{what}'s trans")), _constant(num, f"{what}'s num")
+        if count not in (1, 2, 4):
+            raise TypeError(f"evaluator: {what} of {count} matrices (1, 2 or 4)")
+        offer_fn, *offer_args = offered
+        take_fn, *take_args = taken
+        head = f"_t, {flag}, {count}"
+        given = ", ".join(expr(a) for a in offer_args)
+        emit(f"{constant(offer)}(_t, {constant(offer_fn)}({head}, {given}))")
+        emit(f"yield {constant(intrinsic)}")
+        emit(f"{constant(take_fn)}({head}, {', '.join(expr(a) for a in take_args)})")
 
     def emit_mma(self, call: ir.Call) -> None:
         expr, emit, constant = self.expr, self.emit, self.constant  # type: ignore[attr-defined]

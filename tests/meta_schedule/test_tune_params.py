@@ -107,3 +107,34 @@ def test_bad_spaces_are_refused() -> None:
         ms.tune_params(make, {"tile": 4}, "c", reference=None)
     with pytest.raises(ValueError, match="holds no configuration"):
         ms.tune_params(make, [], "c", reference=None)
+
+
+def scale(factor: float) -> IRModule:
+    """``B = A * factor`` in bfloat16: a dtype numpy's ``.npz`` format does not know."""
+
+    @T.prim_func
+    def main(A: T.Buffer((N, N), "bfloat16"), B: T.Buffer((N, N), "bfloat16")):
+        for i, j in T.grid(N, N):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.bfloat16(factor)
+
+    return IRModule({"main": main})
+
+
+def test_bfloat16_arguments_are_checked_against_the_reference(tmp_path: Path) -> None:
+    # The reference arrays go through an .npz file and must come back as bfloat16, not as
+    # two raw bytes an element: a wrong factor is caught, the right one passes.
+    result = ms.tune_params(
+        scale,
+        {"factor": [2.0, 3.0]},
+        "llvm --num-cores=2",
+        reference=lambda a, b: np.multiply(a, 2, out=b),
+        builder=LocalBuilder(max_workers=2, timeout_sec=60.0),
+        runner=LocalRunner(timeout_sec=20.0, evaluator_config=QUICK),
+        work_dir=str(tmp_path),
+        progress=False,
+    )
+    right, wrong = result.results
+    assert right.error is None and right.run_secs
+    assert wrong.error is not None and wrong.error.startswith("wrong result: buffer")

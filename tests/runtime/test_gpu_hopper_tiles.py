@@ -6,6 +6,8 @@ numpy (float64 products; copies bit for bit)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -52,13 +54,18 @@ def test_hopper_gemm_with_ctas_looping_over_tiles(dtype: str, block_n: int, stag
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_tile_layer_wgmma_gemm(dtype: str) -> None:
+@pytest.mark.parametrize("a_in", ["shared", "registers"])
+def test_tile_layer_wgmma_gemm(dtype: str, a_in: str) -> None:
+    from tirx.gemm_kernels import registers_gemm
+
     from tilewright.tirx.tile_gemm import tile_gemm
 
-    m, n, k = 256, 128, 192
+    # A from shared memory (tile_gemm) or, in the fragment layout, from registers (_rs).
+    m, n, k = (256, 128, 192) if a_in == "shared" else (128, 64, 32)
+    make = tile_gemm if a_in == "shared" else registers_gemm
     a, b = _half((m, k), dtype, 2), _half((n, k), dtype, 3)
     c = np.full((m, n), np.nan, np.float32)
-    *_, got = _run(tile_gemm(m, n, k, dtype), a, b, c)
+    *_, got = _run(make(m, n, k, dtype), a, b, c)
     assert _relative_error(got, a.astype(np.float64) @ b.astype(np.float64).T) < 1e-5
 
 
@@ -108,6 +115,32 @@ def test_tile_layer_warp_specialised_gemm_with_tails(
     want = a.astype(np.float64) @ bt.astype(np.float64).T
     assert not np.isnan(got).any()  # every element stored
     assert _relative_error(got, want) < 1e-5
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(
+    ("m", "n", "k", "kwargs"),
+    [
+        # Tails in M, N and K; 3 CTAs over 2 x 3 tiles: staging tiles reused across tiles.
+        (200, 328, 200, {"block_n": 128, "stages": 2, "grid": 3, "group_m": 2}),
+        # 3 chunks a tile (block_n 192): a tile's last and the next one's first share one.
+        (264, 520, 136, {"block_n": 192, "stages": 3, "grid": 2}),
+        # Fewer rows than a warpgroup's 64: the store boxes shrink to C; GELU before.
+        (40, 64, 64, {"block_n": 64, "stages": 2, "activation": "gelu"}),
+    ],
+)
+def test_tile_layer_gemm_tma_store_epilogue(dtype: str, m: int, n: int, k: int, kwargs) -> None:
+    from tilewright.tirx.tile_hopper_gemm import tile_hopper_gemm
+
+    func = tile_hopper_gemm(m, n, k, in_dtype=dtype, out_dtype=dtype, epilogue="tma", **kwargs)
+    a, bt = _half((m, k), dtype, 9), _half((n, k), dtype, 10)
+    c = np.full((m, n), np.nan, a.dtype)
+    *_, got = _run(func, a, bt, c)
+    want = a.astype(np.float64) @ bt.astype(np.float64).T
+    if kwargs.get("activation") == "gelu":
+        want = want * (1 + np.vectorize(math.erf)(want / math.sqrt(2))) / 2
+    assert not np.isnan(got.astype(np.float64)).any()  # every element stored
+    assert _relative_error(got, want) < 1e-2  # C rounded to 16 bits
 
 
 def test_elementwise_epilogue_on_an_accumulator_layout() -> None:

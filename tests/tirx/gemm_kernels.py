@@ -73,3 +73,26 @@ def gemm_kernel(
             run(acc[0:cm, 0:cn], As[lo:hi, 0:k], Bs[0:n, 0:k], accum=accum, transB=transB)
 
     return kernel
+
+
+def registers_gemm(m: int = 64, n: int = 128, k: int = 64, dtype: str = "float16"):
+    """C (m x n, float32) = A @ B.T with A loaded into registers in the fragment layout."""
+
+    @T.prim_func
+    def kernel(
+        A: T.Buffer((m, k), dtype), B: T.Buffer((n, k), dtype), C: T.Buffer((m, n), "float32")
+    ):
+        T.device_entry()
+        T.thread_id([128])
+        a_regs = T.alloc_buffer((m, k), dtype, scope="local", layout=wgmma_accumulator_layout(m, k))
+        Bs = T.alloc_buffer((n, k), dtype, scope="shared.dyn", align=1024, layout=swizzled(n, k))
+        acc = T.alloc_buffer(
+            (m, n), "float32", scope="local", layout=wgmma_accumulator_layout(m, n)
+        )
+        Tx.wg.copy(a_regs[0:m, 0:k], A[0:m, 0:k])
+        Tx.wg.copy(Bs[0:n, 0:k], B[0:n, 0:k])
+        T.cuda.cta_sync()
+        Tx.wg.gemm(acc[0:m, 0:n], a_regs[0:m, 0:k], Bs[0:n, 0:k], accum=False)
+        Tx.wg.copy(C[0:m, 0:n], acc[0:m, 0:n])
+
+    return kernel

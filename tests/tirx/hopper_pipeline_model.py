@@ -6,15 +6,20 @@ mbarrier they complete on) and recorded per mbarrier phase, with the bytes TMA m
 box zero-filled outside the tensor; then each consumer warpgroup, where a wait on an
 mbarrier applies that phase's loads to the shared storage (so a wgmma reads what the
 producer put there), wgmmas run through ``wgmma_model`` and the epilogue's stores run once
-per thread. It checks the protocol as it goes: the parity a thread waits for is the phase it
-expects, every phase's ``expect_tx`` equals the bytes of its loads' whole boxes, and each
-``empty`` barrier gets one arrival per consumer warpgroup per use.
+per thread; a TMA-store epilogue runs its warpgroup's 128 threads in lockstep (the casts to
+C's type, ``stmatrix`` warp by warp into the staging tiles, the TMA stores clipped at C's
+edges, each element of C stored once). It checks the protocol as it goes: the parity a
+thread waits for is the phase it expects, every phase's ``expect_tx`` equals the bytes of
+its loads' whole boxes, and each ``empty`` barrier gets one arrival per consumer warpgroup
+per use.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
+import ml_dtypes  # noqa: F401 - numpy knows bfloat16 once it is imported
 import numpy as np
 from copy_async_kernels import tma_bytes
 from wgmma_model import run_wgmmas
@@ -57,6 +62,13 @@ _BINARY = {
 }
 
 
+_BITWISE = {
+    "bitwise_xor": lambda a, b: a ^ b,
+    "bitwise_and": lambda a, b: a & b,
+    "bitwise_or": lambda a, b: a | b,
+}
+
+
 def ev(expr: object, env: dict[str, int]) -> int:
     """An integer expression's value, variables by name."""
     if isinstance(expr, int):
@@ -68,6 +80,9 @@ def ev(expr: object, env: dict[str, int]) -> int:
     if isinstance(expr, Call) and expr.op == "if_then_else":
         cond, yes, no = expr.args
         return ev(yes, env) if ev(cond, env) else ev(no, env)
+    if isinstance(expr, Call) and expr.op in _BITWISE:
+        a, b = (ev(x, env) for x in expr.args)
+        return _BITWISE[expr.op](a, b)
     if isinstance(expr, E.Not):
         return int(not ev(expr.a, env))
     return _BINARY[type(expr)](ev(expr.a, env), ev(expr.b, env))  # type: ignore[attr-defined]
@@ -169,56 +184,167 @@ def _contains(node: object, found) -> bool:
     return False
 
 
-def _is_epilogue(node: object) -> bool:
-    """Stores to C and no intrinsic: the per-thread epilogue."""
+def _calls_any(node: object, *intrinsics) -> bool:
     return _contains(
-        node, lambda n: isinstance(n, BufferStore) and n.buffer.name == "C"
-    ) and not _contains(node, lambda n: isinstance(n, Evaluate))
+        node,
+        lambda n: (
+            isinstance(n, Evaluate)
+            and isinstance(n.value, Call)
+            and any(i.matches(n.value) for i in intrinsics)
+        ),
+    )
 
 
-def _run(cta: Cta, node, env: dict[str, int], who: int, acc, thread_level: bool = False):
+def _is_epilogue(node: object) -> bool:
+    """Per-thread work after the mainloop (no wgmma, no mbarrier wait inside): register
+    stores (an activation, the conversion to C's type), C's stores, or the TMA-store
+    epilogue's stmatrix and TMA stores."""
+    per_thread = _calls_any(node, hopper.STMATRIX) or _contains(
+        node, lambda n: isinstance(n, BufferStore)
+    )
+    return per_thread and not _calls_any(node, hopper.WGMMA_MMA_ASYNC, hopper.MBARRIER_WAIT)
+
+
+_FLOAT = {
+    E.Add: lambda a, b: a + b,
+    E.Sub: lambda a, b: a - b,
+    E.Mul: lambda a, b: a * b,
+    E.Div: lambda a, b: a / b,
+    E.Max: max,
+    E.Min: min,
+}
+
+
+def _value(expr: object, env: dict[str, int], registers: dict) -> float:
+    """A thread's float value of ``expr`` (its registers, constants, casts, erf)."""
+    if isinstance(expr, E.BufferLoad):
+        return float(registers[expr.buffer.name][env["_t"], ev(expr.indices[0], env)])
+    if isinstance(expr, Cast):
+        value = _value(expr.value, env, registers)
+        return float(np.asarray(value).astype(np.dtype(str(expr.dtype))))
+    if isinstance(expr, E.FloatImm | IntImm):
+        return float(expr.value)
+    if isinstance(expr, Call) and expr.op == "erf":
+        return math.erf(_value(expr.args[0], env, registers))
+    a, b = (_value(x, env, registers) for x in (expr.a, expr.b))  # type: ignore[attr-defined]
+    return _FLOAT[type(expr)](a, b)
+
+
+def _stmatrix(cta: Cta, call: Call, envs: list[dict[str, int]], registers) -> None:
+    """``stmatrix`` for whole warps: lane t gives two 16-bit registers a matrix; lane
+    t < 8 num writes row t % 8 of matrix t // 8 (columns from lanes 4 (t % 8) + c)."""
+    num, trans, pointer, source, offset = call.args
+    count = ev(num, {})
+    assert ev(trans, {}) == 0, "the model knows stmatrix without .trans"
+    assert len(envs) % 32 == 0, "stmatrix is warp-collective: whole warps run it"
+    regs = registers[source.args[0].buffer.name]
+    data, address = pointer.args[:2]  # tvm_access_ptr(region_data(S[0], S[last]), offset, ...)
+    storage = cta.storage(data.args[0].buffer.name, 1 << 17)
+    for first in range(0, len(envs), 32):
+        warp = envs[first : first + 32]
+        offers = [regs[e["_t"], ev(offset, e) : ev(offset, e) + 2 * count] for e in warp]
+        for lane, env in enumerate(warp[: 8 * count]):
+            q, r = divmod(lane, 8)
+            row = [offers[4 * r + c][2 * q + i] for c in range(4) for i in (0, 1)]
+            start = ev(address, env)
+            storage[start : start + 8] = row
+
+
+def _tma_store(cta: Cta, call: Call, env: dict[str, int]) -> None:
+    """A TMA store: the staging box (swizzled as TMA reads it) into C, clipped at C's edges;
+    each element of C is stored once."""
+    tmap, source, *coords = call.args
+    _, *box, swizzle = tmap.args
+    rows, cols = (b.value for b in box)
+    (load,) = source.args
+    start = ev(load.indices[0], env)
+    storage = cta.storage(load.buffer.name, 1 << 17)
+    addresses = tma_bytes((rows, cols), 2, swizzle.value, start * 2)
+    values = np.array([storage[a // 2] for a in addresses]).reshape(rows, cols)
+    col0, row0 = (ev(x, env) for x in coords)
+    inside = cta.c[row0 : row0 + rows, col0 : col0 + cols]
+    assert np.isnan(inside).all(), f"C[{row0}:, {col0}:] stored twice"
+    part = values[: inside.shape[0], : inside.shape[1]]
+    assert not np.isnan(part).any(), "a TMA store reads staging elements never written"
+    inside[...] = part
+
+
+def _lockstep(cta: Cta, node, envs: list[dict[str, int]], registers: dict) -> None:
+    """Run ``node`` for the threads ``envs`` statement by statement (all of them before the
+    next statement): what a warp-collective instruction in a uniform epilogue needs."""
+    if node is None or not envs:
+        return
+    if isinstance(node, SeqStmt):
+        for item in node.seq:
+            _lockstep(cta, item, envs, registers)
+    elif isinstance(node, For):
+        start = ev(node.min, envs[0])
+        for i in range(start, start + ev(node.extent, envs[0])):
+            inner = [dict(e, **{node.loop_var.name: i}) for e in envs]
+            _lockstep(cta, node.body, inner, registers)
+    elif isinstance(node, IfThenElse):
+        taken = [ev(node.condition, e) for e in envs]
+        _lockstep(cta, node.then_case, [e for e, t in zip(envs, taken) if t], registers)
+        _lockstep(cta, node.else_case, [e for e, t in zip(envs, taken) if not t], registers)
+    elif isinstance(node, LetStmt):
+        inner = [dict(e, **{node.var.name: ev(node.value, e)}) for e in envs]
+        _lockstep(cta, node.body, inner, registers)
+    elif isinstance(node, BufferStore):
+        dtype = np.dtype(str(node.buffer.dtype))
+        for e in envs:
+            value = float(np.asarray(_value(node.value, e, registers)).astype(dtype))
+            if node.buffer.name == "C":  # the direct epilogue's stores
+                row, col = (ev(i, e) for i in node.indices)
+                assert np.isnan(cta.c[row, col]), f"C[{row}, {col}] stored twice"
+                cta.c[row, col] = value
+            else:  # a register: an activation, the conversion to C's type
+                dst = registers.setdefault(node.buffer.name, np.full((128, 1024), np.nan))
+                dst[e["_t"], ev(node.indices[0], e)] = value
+    elif isinstance(node, Evaluate) and isinstance(node.value, Call):
+        if hopper.STMATRIX.matches(node.value):
+            _stmatrix(cta, node.value, envs, registers)
+        elif hopper.TMA_STORE.matches(node.value):
+            for e in envs:
+                _tma_store(cta, node.value, e)
+    elif isinstance(node, BlockRealize):
+        _lockstep(cta, node.block, envs, registers)
+    elif isinstance(node, Block | DeclBuffer | AttrStmt):
+        _lockstep(cta, node.body, envs, registers)
+
+
+def _run(cta: Cta, node, env: dict[str, int], who: int, acc) -> None:
     if node is None:
         return
     if isinstance(node, SeqStmt):
         for item in node.seq:
-            _run(cta, item, env, who, acc, thread_level)
+            _run(cta, item, env, who, acc)
     elif isinstance(node, For):
         if node.thread_tag:  # blockIdx / threadIdx bindings: already in env
-            _run(cta, node.body, env, who, acc, thread_level)
+            _run(cta, node.body, env, who, acc)
             return
-        if acc is not None and not thread_level and _is_epilogue(node):
-            # The epilogue: each thread of the warpgroup runs it with its own registers.
-            for t in range(128):
-                local = dict(env, threadIdx_x=env["threadIdx_x"] + t, tid=env["tid"] + t)
-                _run(cta, node, local, t, acc, True)
+        if acc is not None and _is_epilogue(node):
+            # The epilogue: the warpgroup's 128 threads in lockstep, each its own registers.
+            envs = [
+                dict(env, threadIdx_x=env["threadIdx_x"] + t, tid=env["tid"] + t, _t=t)
+                for t in range(128)
+            ]
+            _lockstep(cta, node, envs, {"acc_1": acc})
             return
         for i in range(ev(node.min, env), ev(node.min, env) + ev(node.extent, env)):
-            _run(cta, node.body, dict(env, **{node.loop_var.name: i}), who, acc, thread_level)
+            _run(cta, node.body, dict(env, **{node.loop_var.name: i}), who, acc)
     elif isinstance(node, IfThenElse):
         branch = node.then_case if ev(node.condition, env) else node.else_case
-        _run(cta, branch, env, who, acc, thread_level)
+        _run(cta, branch, env, who, acc)
     elif isinstance(node, LetStmt):
-        _run(
-            cta,
-            node.body,
-            dict(env, **{node.var.name: ev(node.value, env)}),
-            who,
-            acc,
-            thread_level,
-        )
+        _run(cta, node.body, dict(env, **{node.var.name: ev(node.value, env)}), who, acc)
     elif isinstance(node, BlockRealize):
-        _run(cta, node.block, env, who, acc, thread_level)
+        _run(cta, node.block, env, who, acc)
     elif isinstance(node, Block | DeclBuffer | AttrStmt):
-        _run(cta, node.body, env, who, acc, thread_level)
+        _run(cta, node.body, env, who, acc)
     elif isinstance(node, Evaluate) and isinstance(node.value, Call):
         _evaluate(cta, node.value, env, who, acc)
-    elif isinstance(node, BufferStore):
-        assert node.buffer.name == "C" and thread_level, node
-        value = node.value.value if isinstance(node.value, Cast) else node.value
-        register = ev(value.indices[0], env)
-        row, col = (ev(i, env) for i in node.indices)
-        assert np.isnan(cta.c[row, col]), f"C[{row}, {col}] stored twice"
-        cta.c[row, col] = acc[who, register]
+    else:
+        raise AssertionError(f"the model runs no {type(node).__name__} outside the epilogue")
 
 
 def run_cta(func, bx: int, tensors: dict[str, np.ndarray], c: np.ndarray, regs: int) -> Cta:

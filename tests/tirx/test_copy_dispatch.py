@@ -25,6 +25,8 @@ def variants_of(lower):
 def test_variant_tables_are_literal_and_ordered():
     assert [(v.name, v.priority) for v in COPY_VARIANTS] == [
         ("gmem_smem", 30),
+        ("stmatrix", 25),
+        ("ldmatrix", 25),
         ("register", 20),
         ("scalar", 0),
     ]
@@ -166,9 +168,10 @@ def test_register_variant_round_trip():
     lower = LowerTIRx("cuda")
     mod = lower(kernel)
     assert variants_of(lower) == ["register", "register"]
-    # Each lane holds a row of 8 floats: two float4 accesses a lane on both sides.
+    # Each lane holds a row of 8 floats: two float4 accesses a lane on both sides, written
+    # out (the register loops are unrolled): 2 copies x 2 statements x 2 accesses.
     assert [d.notes["vec"] for d in lower.decisions] == [4, 4]
-    assert tw.build_artifact(kernel, target="cuda").source.count("*(float4*)") == 4
+    assert tw.build_artifact(kernel, target="cuda").source.count("*(float4*)") == 8
     a = np.arange(256, dtype="float32").reshape(32, 8)
     b = np.zeros_like(a)
     b = run_kernel(mod["main"], a, b).arrays[1]

@@ -3,10 +3,11 @@ CUDA (three warpgroups, TMA loads on a ring of mbarriers, wgmma with one group i
 guarded epilogue), an NVRTC build for sm_90a, the refusals, and a CPU model run of the
 emitted TMA copies and wgmmas on a problem with tails in M, N and K
 (``hopper_pipeline_model``). The GPU runs are in tests/runtime/test_gpu_hopper_tiles.py and
-benchmarks/gpu_tile_hopper_gemm.py."""
+benchmarks/gpu_hopper_gemm.py."""
 
 from __future__ import annotations
 
+import math
 import re
 from functools import cache
 from itertools import pairwise
@@ -54,6 +55,9 @@ def _calls(func, intrinsic) -> list[Call]:
 
 def test_the_ops_lower_to_tma_and_wgmma() -> None:
     _, variants = _lowered(200, 136, 72, **SMALL)
+    # Loads, the gemm, then the epilogue: cast, stmatrix into staging, a TMA store.
+    assert variants == ("tma", "tma", "wgmma", "register", "stmatrix", "tma")
+    _, variants = _lowered(200, 136, 72, epilogue="direct", **SMALL)
     assert variants == ("tma", "tma", "wgmma")
 
 
@@ -97,7 +101,7 @@ def test_the_ring_buffers_and_barriers_do_not_overlap(n: int, block_n: int, stag
 
 
 def test_tma_loads_take_their_maps_as_grid_constant_parameters() -> None:
-    artifact = _artifact(200, 136, 72, **SMALL)
+    artifact = _artifact(200, 136, 72, epilogue="direct", **SMALL)
     text = artifact.source
     (kernel,) = artifact.kernels.values()
     assert kernel.params == (None, TENSOR_MAP, TENSOR_MAP)
@@ -166,8 +170,8 @@ def test_expect_tx_counts_whole_boxes_even_for_a_small_problem() -> None:
     assert boxes == [(100, 64), (40, 64)]
 
 
-def test_the_epilogue_guards_rows_and_columns() -> None:
-    text = _artifact(200, 136, 72, **SMALL).source
+def test_the_direct_epilogue_guards_rows_and_columns() -> None:
+    text = _artifact(200, 136, 72, epilogue="direct", **SMALL).source
     stores = re.findall(r"if \((.*)\) \{\n\s*\*\(half2\*\)\(C \+", text)
     assert len(stores) == 32  # 2 row halves x 16 column pairs a thread
     # row < 200 as tile row + 64 wg + 16 (warp) + lane // 4 < 264 (256 for the rows + 8).
@@ -178,9 +182,14 @@ def test_the_epilogue_guards_rows_and_columns() -> None:
     assert "half2" not in odd and odd.count("= (half)acc_1[") == 64
 
 
-def test_cpu_model_of_the_emitted_copies_and_wgmmas_with_tails() -> None:
+@pytest.mark.parametrize(
+    ("epilogue", "activation"),
+    [("tma", None), ("direct", None), ("tma", "gelu"), ("direct", "relu")],
+)
+def test_cpu_model_of_the_emitted_copies_and_wgmmas_with_tails(epilogue, activation) -> None:
     m, n, k = 200, 136, 72
-    func, _ = _lowered(m, n, k, **SMALL)
+    func, variants = _lowered(m, n, k, epilogue=epilogue, activation=activation, **SMALL)
+    assert variants.count("register") == (activation is not None) + (epilogue == "tma")
     rng = np.random.default_rng(3)
     a = rng.integers(-3, 4, (m, k)).astype(np.float64)
     bt = rng.integers(-3, 4, (n, k)).astype(np.float64)
@@ -188,12 +197,49 @@ def test_cpu_model_of_the_emitted_copies_and_wgmmas_with_tails() -> None:
     for bx in range(2):
         cta = run_cta(func, bx, {"A": a, "Bt": bt}, c, regs=64)
         assert set(cta.wgmmas_per_wait) == {4}
-    np.testing.assert_array_equal(c, a @ bt.T)
+    x = a @ bt.T
+    if activation == "relu":
+        x = np.maximum(x, 0)
+    elif activation == "gelu":
+        x = x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))) / 2
+    # C is float16: the model rounds the float32 result as the kernel does.
+    np.testing.assert_array_equal(c, x.astype(np.float32).astype(np.float16))
+
+
+def test_the_tma_epilogue_stages_64_columns_at_a_time() -> None:
+    artifact = _artifact(200, 136, 72, **SMALL)
+    text = artifact.source
+    (kernel,) = artifact.kernels.values()
+    # C's map: 64 x 64 boxes, 128-byte swizzle (one staging tile); 4 stmatrix.x4 a chunk.
+    # C is reached only through it: every parameter is a tensor map.
+    assert kernel.params == (TENSOR_MAP,) * 3
+    (c_map,) = [m for m in kernel.tensor_maps if m.param == "C"]
+    assert c_map == TensorMapParam(2, "C", "float16", (64, 64), 128)
+    assert text.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 4
+    assert text.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 1
+    chunk = text[text.index("for (int c = 0; c < 2; ++c)") :]
+    order = [
+        "cp.async.bulk.wait_group.read 1;",  # the staging tile's store of two chunks ago
+        'bar.sync %0, 128;\\n" :: "r"((unsigned)(wg))',
+        "stmatrix.sync",
+        "fence.proxy.async.shared::cta;",
+        "cp.async.bulk.tensor.2d.global",
+        "cp.async.bulk.commit_group;",
+        "cp.async.bulk.wait_group.read 0;",  # before the CTA exits
+    ]
+    places = [chunk.index(marker) for marker in order]
+    assert places == sorted(places)
+    assert chunk.count("bar.sync") == 2
+    # Three chunks a tile: a tile's last and the next tile's first share a staging tile.
+    odd = _artifact(200, 384, 72, block_n=192, stages=2, grid=2).source
+    assert "cp.async.bulk.wait_group.read 0;" in odd and "wait_group.read 1;" not in odd
 
 
 @pytest.mark.skipif(nvrtc.nvrtc_version() is None, reason="needs NVRTC")
-def test_it_compiles_for_sm_90a() -> None:
-    func = tile_hopper_gemm(300, 260, 200, in_dtype="bfloat16", out_dtype="float32")
+@pytest.mark.parametrize("epilogue", ["tma", "direct"])
+def test_it_compiles_for_sm_90a(epilogue: str) -> None:
+    out = "float32" if epilogue == "direct" else "bfloat16"
+    func = tile_hopper_gemm(300, 264, 200, in_dtype="bfloat16", out_dtype=out, epilogue=epilogue)
     artifact = tw.build_artifact(func, target="cuda")
     assert artifact.format == "cubin" and artifact.arch == "sm_90a"
     assert artifact.binary[:4] == b"\x7fELF"
@@ -210,6 +256,11 @@ def test_it_compiles_for_sm_90a() -> None:
         ((256, 256, 256), {"in_dtype": "float32"}, "float16 or bfloat16"),
         ((256, 256, 256), {"grid": 0}, "must be >= 1"),
         ((0, 256, 256), {}, "non-empty"),
+        ((256, 256, 256), {"out_dtype": "float32", "epilogue": "tma"}, "16-bit C"),
+        ((256, 56, 256), {"epilogue": "tma"}, "at least 64 wide"),
+        ((256, 256, 256), {"block_n": 96, "epilogue": "tma"}, "multiple of 64"),
+        ((256, 256, 256), {"epilogue": "smem"}, "'tma', 'direct' or 'auto'"),
+        ((256, 256, 256), {"activation": "tanh"}, "activation is one of"),
     ],
 )
 def test_what_tma_or_shared_memory_cannot_take_is_refused(args, kwargs, message) -> None:

@@ -1,11 +1,13 @@
 """A CPU model of what the emitted ``wgmma`` calls compute, for tests (no GPU).
 
-It reads each ``tw.cuda.wgmma_mma_async`` call of a lowered function, decodes its two
-descriptors the way the PTX ISA's canonical K-major shared-memory layouts define them
-(start address, LBO, SBO, 0/32/64/128-byte swizzle of the absolute byte address) and
-multiplies what it finds in the given shared-memory storage into per-thread accumulators
-(the m64nNk16 fragment: ``wgmma_fragment_coord``). The model is independent of the
-descriptor derivation in ``tilewright.tirx.ops.wgmma_operands``: it only shares PTX's rules.
+It reads each ``tw.cuda.wgmma_mma_async`` call of a lowered function (and
+``wgmma_mma_async_rs``, A from registers: the m64 x k16 fragment, 8 16-bit elements a
+thread, placed like a 64 x 16 accumulator's), decodes its descriptors the way the PTX ISA's
+canonical K-major shared-memory layouts define them (start address, LBO, SBO,
+0/32/64/128-byte swizzle of the absolute byte address) and multiplies what it finds in the
+given shared-memory storage into per-thread accumulators (the m64nNk16 fragment:
+``wgmma_fragment_coord``). The model is independent of the descriptor derivation in
+``tilewright.tirx.ops.wgmma_operands``: it only shares PTX's rules.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ def wgmma_calls(func) -> list[Call]:
     calls: list[Call] = []
 
     def visit(node: object) -> None:
-        if isinstance(node, Call) and hopper.WGMMA_MMA_ASYNC.matches(node):
+        if isinstance(node, Call) and (
+            hopper.WGMMA_MMA_ASYNC.matches(node) or hopper.WGMMA_MMA_ASYNC_RS.matches(node)
+        ):
             calls.append(node)
 
     post_order_visit(func.body, visit)
@@ -70,17 +74,38 @@ def read_operand(
     return out
 
 
+def read_registers(a_registers: np.ndarray, offset: int) -> np.ndarray:
+    """The 64 x 16 A of a ``wgmma_mma_async_rs``: thread t's elements ``offset .. + 7``."""
+    a = np.full((64, 16), np.nan)
+    for t in range(128):
+        for i in range(8):
+            row, col = wgmma_fragment_coord(t, i, 16)
+            a[row, col] = a_registers[t, offset + i]
+    return a
+
+
 def run_wgmmas(
-    calls: list[Call], storage: dict[str, np.ndarray], acc: np.ndarray, env: dict[str, int]
+    calls: list[Call],
+    storage: dict[str, np.ndarray],
+    acc: np.ndarray,
+    env: dict[str, int],
+    a_registers: np.ndarray | None = None,
 ) -> None:
-    """Apply the calls (in order) to ``acc`` (128 threads x registers), in place."""
+    """Apply the calls (in order) to ``acc`` (128 threads x registers), in place; A from
+    ``a_registers`` (128 threads x 16-bit registers) for the ``_rs`` form."""
     for call in calls:
         n = call.args[0].value
-        a = read_operand(call.args[2], 64, storage, env)
-        b = read_operand(call.args[3], n, storage, env)
-        offset = value(call.args[5], env)
-        keep = value(call.args[6], env)
-        assert (call.args[7].value, call.args[8].value) == (0, 0)
+        if hopper.WGMMA_MMA_ASYNC_RS.matches(call):
+            assert a_registers is not None, "a wgmma with A in registers needs a_registers"
+            a = read_registers(a_registers, value(call.args[3], env))
+            b = read_operand(call.args[4], n, storage, env)
+            offset, keep = value(call.args[6], env), value(call.args[7], env)
+        else:
+            a = read_operand(call.args[2], 64, storage, env)
+            b = read_operand(call.args[3], n, storage, env)
+            offset = value(call.args[5], env)
+            keep = value(call.args[6], env)
+            assert (call.args[7].value, call.args[8].value) == (0, 0)
         product = a @ b.T
         for t in range(128):
             for i in range(n // 2):

@@ -216,6 +216,20 @@ class HopperEmitters:
         direction = "inc" if increase else "dec"
         self.emit(f'asm volatile("setmaxnreg.{direction}.sync.aligned.u32 {count};\\n");')
 
+    def emit_named_barrier(self, call: Call) -> None:
+        ident, threads = call.args
+        count = _const(threads, "the named barrier's thread count", self.func_name)
+        number = ident.value if isinstance(ident, IntImm) else None
+        if (number is not None and not 1 <= number <= 15) or count % 32 or count < 32:
+            raise CodegenError(
+                f"{self.func_name}: bar.sync takes an id from 1 to 15 (0 is __syncthreads') "
+                f"and a multiple of 32 threads, not id {ident} for {count} threads"
+            )
+        self.emit(
+            f'asm volatile("bar.sync %0, {count};\\n" :: "r"((unsigned)({self.expr_text(ident)}))'
+            ' : "memory");'
+        )
+
     def emit_stmatrix(self, call: Call) -> None:
         num, trans, dst, src, offset = call.args
         count = _const(num, "the stmatrix count", self.func_name)
@@ -291,6 +305,7 @@ HOPPER_STATEMENT_EMITTERS: dict[Intrinsic, StatementEmitter] = {
     hopper.WGMMA_MMA_ASYNC_RS: _on("emit_wgmma"),
     hopper.SETMAXNREG: _on("emit_setmaxnreg"),
     hopper.STMATRIX: _on("emit_stmatrix"),
+    hopper.NAMED_BARRIER_SYNC: _on("emit_named_barrier"),
 }
 HOPPER_EMITTERS: dict[Intrinsic, Emitter] = {
     hopper.TENSOR_MAP: lambda p, e: cast(HopperEmitters, p).emit_unlifted_tensor_map(e),

@@ -183,6 +183,15 @@ ELECT_SYNC = Intrinsic(
     Effect.BARRIER,
     "true in exactly one active lane of the warp (elect.sync); every lane calls it",
 )
+NAMED_BARRIER_SYNC = Intrinsic(
+    "tw.cuda.named_barrier_sync",
+    2,
+    ResultType.INT32,
+    Effect.BARRIER,
+    "(id, threads): wait at hardware barrier id (1 to 15; 0 is __syncthreads') until threads "
+    "threads (a multiple of 32) have arrived: a barrier for one warpgroup of a warp-specialised "
+    "CTA (bar.sync id, threads)",
+)
 STMATRIX = Intrinsic(
     "tw.cuda.stmatrix",
     5,
@@ -214,6 +223,7 @@ HOPPER: tuple[Intrinsic, ...] = (
     WGMMA_MMA_ASYNC_RS,
     SETMAXNREG,
     ELECT_SYNC,
+    NAMED_BARRIER_SYNC,
     STMATRIX,
 )
 # Intrinsics that exist on the architecture-specific target only (sm_90a).

@@ -108,6 +108,9 @@ def slice_layout(
         shards.extend(inner)
         unflatten_into(base, start, group)
     for axis, offset in base.items():
+        if axis != MEMORY and not isinstance(offset, int):
+            # A symbolic tile origin such as c * 64 may still keep threads in place.
+            offset = oa.as_offset(simplify(op.convert(offset)))
         if axis != MEMORY and not (isinstance(offset, int) and offset == 0):
             raise LayoutError(
                 f"slicing moves hardware axis {axis!r} by {offset}; only memory offsets can move"

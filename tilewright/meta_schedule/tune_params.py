@@ -40,14 +40,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tilewright.ir import IRModule, PrimFunc
 from tilewright.meta_schedule.arg_info import ArgInfo, TensorInfo
 from tilewright.meta_schedule.builder import Builder, BuilderInput, LocalBuilder
 from tilewright.meta_schedule.measure_callback import remove_artifacts
 from tilewright.meta_schedule.runner import LocalRunner, ReferenceCheck, Runner, RunnerInput
-from tilewright.meta_schedule.runner.arguments import random_arguments
+from tilewright.meta_schedule.runner.arguments import random_arguments, save_arguments
 from tilewright.meta_schedule.runner.reference import reference_path
 from tilewright.meta_schedule.tune import _device_type
 from tilewright.target import Target
@@ -213,7 +211,7 @@ def _reference_check(
     arrays = random_arguments(args_info, seed)
     reference(*arrays)
     saved = work / f"reference-seed{seed}.npz"
-    np.savez(saved, **{f"arg{i}": a for i, a in enumerate(arrays)})  # type: ignore[arg-type]
+    save_arguments(saved, arrays)
     return ReferenceCheck(str(saved), seed, rtol=rtol, atol=atol)
 
 

@@ -59,6 +59,9 @@ BLOCK_M = 128  # rows of C a CTA computes: two consumer warpgroups of 64
 HALF = 64  # rows a consumer warpgroup multiplies (wgmma's m)
 BLOCK_K = 64  # one 128-byte swizzle row of a 16-bit type
 PRODUCER_REGS, CONSUMER_REGS = 40, 232  # setmaxnreg: 40 x 128 + 2 x 232 x 128 <= 64K
+CHUNK = 64  # columns of C a TMA store writes: one 128-byte swizzled row of 16-bit elements
+STAGING_BYTES = 2 * 2 * HALF * CHUNK * 2  # two buffers per consumer warpgroup
+ACTIVATIONS = (None, "relu", "gelu")
 IN_DTYPES = ("float16", "bfloat16")
 OUT_DTYPES = ("float16", "bfloat16", "float32")
 
@@ -69,7 +72,14 @@ def _ring_layout(rows: int) -> ComposeLayout:
 
 
 def _check(
-    m: int, n: int, k: int, block_n: int, stages: int, in_dtype: str, out_dtype: str
+    m: int,
+    n: int,
+    k: int,
+    block_n: int,
+    stages: int,
+    in_dtype: str,
+    out_dtype: str,
+    epilogue: str,
 ) -> None:
     where = "tile_hopper_gemm"
     if min(m, n, k) < 1:
@@ -91,13 +101,35 @@ def _check(
             f"{where}: k = {k} is less than one {BLOCK_K}-wide k tile; a TMA box may not be "
             "wider than the tensor"
         )
+    if epilogue == "tma":
+        why = _no_tma_epilogue(n, block_n, out_dtype)
+        if why:
+            raise ValueError(f"{where}: the TMA-store epilogue needs {why}")
+    elif epilogue != "direct":
+        raise ValueError(f"{where}: epilogue is 'tma', 'direct' or 'auto', not {epilogue!r}")
     stage_bytes = (BLOCK_M + block_n) * BLOCK_K * 2
-    if stages < 2 or stages * stage_bytes + 16 * stages > SHARED_BYTES:
+    staging = STAGING_BYTES if epilogue == "tma" else 0
+    if stages < 2 or stages * stage_bytes + staging + 16 * stages > SHARED_BYTES:
+        extra = f" and {staging // 1024} KB of C staging" if staging else ""
         raise ValueError(
             f"{where}: {stages} stages of {stage_bytes // 1024} KB (a {BLOCK_M} x {block_n} "
-            f"tile) do not fit the {SHARED_BYTES // 1024} KB of shared memory a block may have "
-            "(at least 2 stages)"
+            f"tile){extra} do not fit the {SHARED_BYTES // 1024} KB of shared memory a block "
+            "may have (at least 2 stages)"
         )
+
+
+def _no_tma_epilogue(n: int, block_n: int, out_dtype: str) -> str | None:
+    """Why C cannot be stored through stmatrix and TMA (None when it can)."""
+    if out_dtype == "float32":
+        return "a 16-bit C (stmatrix stores 16-bit elements); C is float32"
+    if block_n % CHUNK:
+        return f"block_n a multiple of {CHUNK} (one 128-byte TMA row a chunk), not {block_n}"
+    if n % 8 or n < CHUNK:
+        return (
+            f"C's rows a multiple of 16 bytes and at least {CHUNK} wide (a tensor map's "
+            f"stride; a box no wider than C), not n = {n}"
+        )
+    return None
 
 
 def tile_hopper_gemm(
@@ -111,6 +143,8 @@ def tile_hopper_gemm(
     out_dtype: str = "float16",
     grid: int = 132,
     group_m: int = 8,
+    epilogue: str = "auto",
+    activation: str | None = None,
 ) -> PrimFunc:
     """The GEMM as a tile-layer ``PrimFunc`` (module docstring).
 
@@ -122,11 +156,23 @@ def tile_hopper_gemm(
         in_dtype, out_dtype: A's and Bt's type (float16 or bfloat16); C's (or float32).
         grid: persistent CTAs (at most the number of tiles).
         group_m: rows of tiles visited together (L2 reuse).
+        epilogue: ``"tma"`` stores C through shared memory (``stmatrix``, then a TMA store
+            that overlaps the next tile), ``"direct"`` from registers; ``"auto"`` takes TMA
+            where it applies (a 16-bit C, ``block_n`` a multiple of 64, ``n`` a multiple of
+            8 and at least 64).
+        activation: ``"relu"`` or ``"gelu"`` applied to the float32 accumulator before C is
+            converted and stored (``Tx.wg.relu`` / ``Tx.wg.gelu``), or None.
 
     Example: ``tile_hopper_gemm(200, 136, 72, block_n=128, stages=2, grid=2)`` is 2 x 2
     tiles over 2 CTAs, two k tiles (the second one zero-filled past column 72).
     """
-    _check(m, n, k, block_n, stages, in_dtype, out_dtype)
+    if epilogue == "auto":
+        epilogue = "direct" if _no_tma_epilogue(n, block_n, out_dtype) else "tma"
+    _check(m, n, k, block_n, stages, in_dtype, out_dtype, epilogue)
+    if activation not in ACTIVATIONS:
+        raise ValueError(
+            f"tile_hopper_gemm: activation is one of {ACTIVATIONS}, not {activation!r}"
+        )
     if grid < 1 or group_m < 1:
         raise ValueError(f"tile_hopper_gemm: grid ({grid}) and group_m ({group_m}) must be >= 1")
     tiles_m, tiles_n = -(-m // BLOCK_M), -(-n // block_n)
@@ -140,6 +186,12 @@ def tile_hopper_gemm(
     box_a, box_b = min(BLOCK_M, m), min(block_n, n)
     acc_layout = wgmma_accumulator_layout(HALF, block_n)
     width = 2 if n % 2 == 0 else 1  # elements a store writes (pairs stay inside C's rows)
+    tma_store = epilogue == "tma"
+    chunks = block_n // CHUNK
+    # A staging buffer is reused two chunks later: its store must have read it by then. With
+    # an odd number of chunks a tile's last chunk and the next tile's first share one.
+    pending = 1 if chunks % 2 == 0 else 0
+    box_c = min(HALF, m)  # a box no larger than C
 
     @T.prim_func
     @no_type_check
@@ -164,6 +216,13 @@ def tile_hopper_gemm(
         full = T.alloc_buffer((stages,), "uint64", scope="shared.dyn", align=8)
         empty = T.alloc_buffer((stages,), "uint64", scope="shared.dyn", align=8)
         acc = T.alloc_buffer((HALF, block_n), "float32", scope="local", layout=acc_layout)
+        # The TMA-store epilogue's buffers: C's 16-bit values in the accumulator's layout and
+        # two 64 x 64 staging tiles a consumer warpgroup (unused by the direct epilogue).
+        acc16 = T.alloc_buffer((HALF, block_n), out_dtype, scope="local", layout=acc_layout)
+        Cs = T.alloc_buffer(
+            (4 * HALF, CHUNK), out_dtype, scope="shared.dyn", align=1024,
+            layout=_ring_layout(4 * HALF),
+        )  # fmt: skip
         if tid == 0:
             for s in range(stages):
                 T.cuda.mbarrier_init(full[s], 1)  # the producer's arrive_expect_tx
@@ -230,19 +289,64 @@ def tile_hopper_gemm(
                     T.cuda.wgmma_wait_group(0)  # the tile's last group, before reading acc
                     if tid % 128 == 0:
                         T.cuda.mbarrier_arrive(empty[(r * k_tiles + k_tiles - 1) % stages])
-                    # Epilogue (the wgmma accumulator layout): thread t of the warpgroup
-                    # holds rows 16 (t // 32) + t % 32 // 4 (+ 8) and the column pairs
-                    # 8 j + 2 (t % 4) of the 64 x block_n fragment; each store is guarded.
-                    # With n even a pair is in or out as a whole: one 2-wide store.
-                    for h in T.unroll(2):
-                        for j in T.unroll(block_n // 8):
-                            for p in T.unroll(2 // width):
-                                row = T.meta_var(tid % 128 // 32 * 16 + h * 8 + tid % 32 // 4)
-                                col = T.meta_var(j * 8 + tid % 4 * 2 + p)
-                                grow = T.meta_var(tm * BLOCK_M + (wg - 1) * HALF + row)
-                                gcol = T.meta_var(tn * block_n + col)
-                                if grow < m and gcol < n:
-                                    for v in T.vectorized(width):
-                                        C[grow, gcol + v] = T.cast(acc[row, col + v], out_dtype)
+                    if tma_store:
+                        # Epilogue through shared memory, 64 columns at a time: cast to C's
+                        # type, stmatrix into a free staging tile (its store of two chunks
+                        # ago has read it), then one thread stores it with TMA, which clips
+                        # the box at C's edges and runs on while the next tile computes.
+                        for c in T.unroll(chunks):
+                            slot = T.meta_var(((wg - 1) * 2 + c % 2) * HALF)
+                            if activation == "relu":
+                                Tx.wg.relu(
+                                    acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
+                                    acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
+                                )
+                            if activation == "gelu":
+                                Tx.wg.gelu(
+                                    acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
+                                    acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
+                                )
+                            if tid % 128 == 0:
+                                T.cuda.bulk_wait_group_read(pending)
+                            T.cuda.named_barrier_sync(wg, 128)
+                            Tx.wg.cast(
+                                acc16[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
+                                acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
+                            )
+                            Tx.wg.copy(
+                                Cs[slot : slot + HALF, 0:CHUNK],
+                                acc16[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
+                            )
+                            T.cuda.fence_proxy_async()  # the writes, before TMA reads them
+                            T.cuda.named_barrier_sync(wg, 128)
+                            row0 = T.meta_var(tm * BLOCK_M + (wg - 1) * HALF)
+                            col0 = T.meta_var(tn * block_n + c * CHUNK)
+                            if tid % 128 == 0 and row0 < m and col0 < n:
+                                Tx.thread.copy_async(
+                                    C[row0 : row0 + box_c, col0 : col0 + CHUNK],
+                                    Cs[slot : slot + box_c, 0:CHUNK],
+                                )
+                    else:
+                        # Epilogue from registers (the wgmma accumulator layout): thread t
+                        # of the warpgroup holds rows 16 (t // 32) + t % 32 // 4 (+ 8) and
+                        # the column pairs 8 j + 2 (t % 4) of the 64 x block_n fragment;
+                        # each store is guarded. With n even a pair is in or out as a
+                        # whole: one 2-wide store.
+                        if activation == "relu":
+                            Tx.wg.relu(acc[0:HALF, 0:block_n], acc[0:HALF, 0:block_n])
+                        if activation == "gelu":
+                            Tx.wg.gelu(acc[0:HALF, 0:block_n], acc[0:HALF, 0:block_n])
+                        for h in T.unroll(2):
+                            for j in T.unroll(block_n // 8):
+                                for p in T.unroll(2 // width):
+                                    row = T.meta_var(tid % 128 // 32 * 16 + h * 8 + tid % 32 // 4)
+                                    col = T.meta_var(j * 8 + tid % 4 * 2 + p)
+                                    grow = T.meta_var(tm * BLOCK_M + (wg - 1) * HALF + row)
+                                    gcol = T.meta_var(tn * block_n + col)
+                                    if grow < m and gcol < n:
+                                        for v in T.vectorized(width):
+                                            C[grow, gcol + v] = T.cast(acc[row, col + v], out_dtype)
+            if tma_store and tid % 128 == 0:
+                T.cuda.bulk_wait_group_read(0)  # the staging tiles outlive their last store
 
     return main

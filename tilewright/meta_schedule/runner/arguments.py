@@ -49,6 +49,38 @@ def random_arguments(args_info: Sequence[TensorInfo], seed: int) -> list[np.ndar
     return arrays
 
 
+def save_arguments(file: object, arrays: Sequence[np.ndarray]) -> None:
+    """Write ``arrays`` to an ``.npz`` (``arg0``, ``arg1``, ...). A dtype numpy's format
+    does not know (ml_dtypes' ``bfloat16``, the float8 types) is saved as its raw bits with
+    its name beside (``dtype1``), so that ``load_arguments`` gives it back as it was.
+
+    Example::
+
+        >>> save_arguments(path, [np.ones(2, ml_dtypes.bfloat16)])
+        >>> load_arguments(path, 1)[0].dtype
+        dtype(bfloat16)
+    """
+    entries: dict[str, np.ndarray] = {}
+    for i, array in enumerate(arrays):
+        if array.dtype.kind == "V" or array.dtype.name not in np.sctypeDict:
+            entries[f"dtype{i}"] = np.array(str(array.dtype))
+            array = array.view(f"u{array.dtype.itemsize}")
+        entries[f"arg{i}"] = array
+    np.savez(file, **entries)  # type: ignore[arg-type]
+
+
+def load_arguments(path: str, count: int) -> list[np.ndarray]:
+    """The ``count`` arrays ``save_arguments`` wrote to ``path``, in their own dtypes."""
+    arrays = []
+    with np.load(path) as saved:
+        for i in range(count):
+            array = saved[f"arg{i}"]
+            if f"dtype{i}" in saved:
+                array = array.view(numpy_dtype(str(saved[f"dtype{i}"])))
+            arrays.append(array)
+    return arrays
+
+
 def argument_bytes(args_info: Sequence[TensorInfo]) -> int:
     """The bytes of one set of arguments."""
     return sum(

@@ -13,14 +13,11 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from tilewright.ir import Block, IRModule, structural_hash
 from tilewright.meta_schedule.arg_info import TensorInfo
 from tilewright.meta_schedule.builder.process_pool import WorkerPool
-from tilewright.meta_schedule.runner.arguments import random_arguments
+from tilewright.meta_schedule.runner.arguments import random_arguments, save_arguments
 from tilewright.schedule import Schedule, ScheduleError
 from tilewright.schedule.tree import walk
 
@@ -74,8 +71,7 @@ def compute_reference(mod: IRModule, args_info: Sequence[TensorInfo], seed: int,
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.stem}.", suffix=".npz")
     try:
         with os.fdopen(fd, "wb") as f:
-            arrays_by_name: dict[str, Any] = {f"arg{i}": a for i, a in enumerate(arrays)}
-            np.savez(f, **arrays_by_name)
+            save_arguments(f, arrays)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -18,7 +18,11 @@ import numpy as np
 from tilewright.artifact import Artifact
 from tilewright.meta_schedule.arg_info import TensorInfo
 from tilewright.meta_schedule.builder.process_pool import describe_error
-from tilewright.meta_schedule.runner.arguments import random_arguments, rotation_sets
+from tilewright.meta_schedule.runner.arguments import (
+    load_arguments,
+    random_arguments,
+    rotation_sets,
+)
 from tilewright.meta_schedule.runner.runner import (
     EvaluatorConfig,
     ReferenceCheck,
@@ -115,11 +119,7 @@ def seed_arguments(args_info: Sequence[TensorInfo], seed: int) -> list[np.ndarra
 def reference_arrays(path: str, count: int) -> list[np.ndarray]:
     """The reference file's arrays, read once per task."""
 
-    def read() -> list[np.ndarray]:
-        with np.load(path) as reference:
-            return [reference[f"arg{i}"] for i in range(count)]
-
-    return _cached("reference", (path, os.path.getmtime(path)), read)  # type: ignore[return-value]
+    return _cached("reference", (path, os.path.getmtime(path)), lambda: load_arguments(path, count))  # type: ignore[return-value]
 
 
 def check_result(func: PackedFunc, dev: Device, runner_input: RunnerInput) -> str | None:

@@ -27,6 +27,22 @@ def cta_sync() -> Call:
     return CTA_SYNC.call()
 
 
+def named_barrier_sync(ident: object, threads: object) -> Call:
+    """``T.cuda.named_barrier_sync(1, 128)``: the running warpgroup (``threads`` threads, a
+    multiple of 32) waits at hardware barrier ``ident`` (1 to 15) until all of them arrive;
+    the other threads of the CTA go on (``bar.sync``). Warp-specialised kernels give each
+    consumer warpgroup its own id.
+
+    Example::
+
+        T.cuda.named_barrier_sync(wg, 128)   # warpgroups 1 and 2: ids 1 and 2
+    """
+    return hopper.NAMED_BARRIER_SYNC.call(
+        _expr(ident, "T.cuda.named_barrier_sync"),
+        _count(threads, "T.cuda.named_barrier_sync", 32, 1024),
+    )
+
+
 def copy_bytes(dst: PrimExpr, src: PrimExpr, nbytes: object) -> Call:
     """``T.cuda.copy_bytes(dst_ptr, src_ptr, 16)``: one aligned transfer of 1-16 bytes.
 

@@ -1,9 +1,10 @@
 """The ``copy`` tile primitive: its variant table, register variants and scalar fallback.
 
 Input: ``Tx.<scope>.copy(dst, src)`` as a ``TileOp``. Output, through ``dispatch``: the
-``gmem_smem`` vector loop (CUDA, global <-> shared), a ``register`` loop (global or shared to
-or from a ``local`` buffer whose layout spreads it over the scope's threads) or the
-``scalar`` loop of element copies (any scope, any target).
+``gmem_smem`` vector loop (CUDA, global <-> shared), ``stmatrix`` / ``ldmatrix`` (16-bit
+registers in 8 x 8 matrices to / from shared memory, ``copy_matrix.py``), a ``register``
+loop (global or shared to or from a ``local`` buffer whose layout spreads it over the
+scope's threads) or the ``scalar`` loop of element copies (any scope, any target).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from tilewright.layout.shard import MEMORY
 from tilewright.tirx.dispatch import Check, ExecContext, Variant, check_all
 from tilewright.tirx.ops.copy_checks import copy_operands, valid_copy
 from tilewright.tirx.ops.copy_gmem_smem import emit_gmem_smem, is_gmem_smem
+from tilewright.tirx.ops.copy_matrix import emit_ldmatrix, emit_stmatrix, is_ldmatrix, is_stmatrix
 from tilewright.tirx.ops.elementwise import (
     load,
     register_vector,
@@ -110,6 +112,8 @@ def emit_scalar(op_: TileOp, ctx: ExecContext) -> Stmt:
 
 COPY_VARIANTS: tuple[Variant, ...] = (
     Variant("gmem_smem", 30, is_gmem_smem, emit_gmem_smem),
+    Variant("stmatrix", 25, is_stmatrix, emit_stmatrix),
+    Variant("ldmatrix", 25, is_ldmatrix, emit_ldmatrix),
     Variant("register", 20, is_register, emit_register),
     Variant("scalar", 0, is_scalar, emit_scalar),
 )

@@ -91,6 +91,8 @@ def register_walk(
 
     ``logical`` is the element's row-major position in the region, ``reg_offset`` its memory
     offset in the register buffer. Thread-axis shards fix their coordinate from the thread.
+    The loops are unrolled: a register array stays in registers only when every index is a
+    constant (a wgmma accumulator that a rolled loop indexes would go to local memory).
     With ``vector`` > 1 (it must divide the innermost shard, a memory one) that shard's loop
     is split and its inner ``vector`` elements become a vectorized loop: one access of
     ``vector`` elements where the addresses allow (``register_vector`` chooses it).
@@ -110,13 +112,13 @@ def register_walk(
             if position == innermost and vector > 1:
                 lane = Var(f"v{position}", int32)
                 if shard.extent > vector:
-                    loops.append((var, shard.extent // vector, ForKind.SERIAL))
+                    loops.append((var, shard.extent // vector, ForKind.UNROLLED))
                     coord = oa.add(oa.mul(var, vector), lane)
                 else:
                     coord = lane
                 loops.append((lane, vector, ForKind.VECTORIZED))
             else:
-                loops.append((var, shard.extent, ForKind.SERIAL))
+                loops.append((var, shard.extent, ForKind.UNROLLED))
             memory = oa.add(memory, oa.mul(coord, shard.stride))
         else:
             coord = oa.floormod(

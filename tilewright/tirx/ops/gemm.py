@@ -13,6 +13,10 @@ statement sequence
     tw.cuda.wgmma_commit_group()
     tw.cuda.wgmma_wait_group(0)                             # gemm only, not gemm_async
 
+With A in registers (a ``local`` region in ``wgmma_accumulator_layout(M, K)``'s layout, 16-bit:
+what a previous gemm's accumulator becomes after ``Tx.wg.cast``, as in attention's P @ V)
+each call is ``wgmma_mma_async_rs(N, "f16", A's registers, offset_b + 8 s, desc(B), ...)``.
+
 On a warp, ``mma_sync`` (priority 30, below ``wgmma``'s 40) emits ``ldmatrix`` and
 ``mma.sync.m16n8k16``; it declines ``gemm_async`` (mma.sync is synchronous). Elsewhere the
 ``DispatchError`` lists why each variant declined.
@@ -26,6 +30,7 @@ from tilewright.ir.dtype import DataType, int32
 from tilewright.ir.intrinsics import address_of
 from tilewright.ir.tile import WARPGROUP_SIZE, TileOp
 from tilewright.layout import LayoutError
+from tilewright.layout import offset_arith as oa
 from tilewright.layout.fragment import WGMMA_M, WGMMA_N_MAX
 from tilewright.tirx.dispatch import Check, ExecContext, Variant, check_all
 from tilewright.tirx.operand import Operand, operand
@@ -41,6 +46,7 @@ from tilewright.tirx.ops.wgmma_operands import (
 )
 
 K_STEP = 16  # wgmma m64nNk16 with 16-bit inputs
+A_STEP_REGISTERS = 8  # 16-bit elements of A a thread holds per k step (4 32-bit registers)
 AB_TYPES = {"float16": "f16", "bfloat16": "bf16"}
 WGMMA_ARCHS = ("sm_90", "sm_90a")  # sm_90 builds as sm_90a once wgmma appears
 
@@ -92,7 +98,14 @@ def _k_major(op_: TileOp) -> Check:
 
 def _dtypes_and_memory(op_: TileOp) -> Check:
     c, a, b, _ = gemm_operands(op_)
-    return types_and_memories(c, a, b, engine="wgmma", reads="reads A and B from shared memory")
+    return types_and_memories(
+        c,
+        a,
+        b,
+        engine="wgmma",
+        reads="reads A from shared memory or registers and B from shared memory",
+        a_in_registers=True,
+    )
 
 
 def _shapes(op_: TileOp) -> Check:
@@ -120,14 +133,17 @@ def _layouts(op_: TileOp) -> Check:
     return True, None
 
 
-def _plans(op_: TileOp) -> tuple[AccumulatorPlan, SmemPlan, SmemPlan]:
+def _plans(op_: TileOp) -> tuple[AccumulatorPlan, SmemPlan | AccumulatorPlan, SmemPlan]:
+    """C's registers, A's descriptor fields (shared) or registers (local), B's fields."""
     c, a, b, _ = gemm_operands(op_)
-    return plan_accumulator(c), plan_smem(a, "A"), plan_smem(b, "B")
+    a_plan = plan_accumulator(a, "A") if a.memory == "local" else plan_smem(a, "A")
+    return plan_accumulator(c), a_plan, plan_smem(b, "B")
 
 
 def is_wgmma(op_: TileOp, ctx: ExecContext) -> Check:
     """The ``wgmma`` predicate: sm_90a, a full warpgroup, K-major float16/bfloat16 A and B in
-    shared memory with layouts a descriptor expresses, a float32 fragment-layout C."""
+    shared memory with layouts a descriptor expresses (or A in registers in the fragment
+    layout), a float32 fragment-layout C."""
     ok, reason = _valid_gemm(op_)
     if not ok:
         return False, reason
@@ -165,20 +181,40 @@ def _wgmma_calls(op_: TileOp, ctx: ExecContext) -> list[Stmt]:
     accum = op_.args[3]
     assert isinstance(accum, PrimExpr)
     ab = AB_TYPES[str(a.side.buffer.dtype)]
-    steps = a.k // K_STEP
+    k = a.n if isinstance(a, AccumulatorPlan) else a.k
+    steps = k // K_STEP
     registers = address_of(ctx.flat(acc.side.buffer), op.convert(0))
     calls: list[Stmt] = [hopper.WGMMA_FENCE.stmt()]
     for block, offset in enumerate(acc.offsets):
         for step in range(steps):
+            desc_b = _descriptor(ctx, b, 0, step * K_STEP)
+            scale_d = _scale_d(accum, step)
+            n = IntImm(acc.n, int32)
+            if isinstance(a, AccumulatorPlan):  # A's k step: 8 registers of 16 bits
+                a_registers = address_of(ctx.flat(a.side.buffer), op.convert(0))
+                a_offset = op.convert(oa.add(a.offsets[block], A_STEP_REGISTERS * step))
+                calls.append(
+                    hopper.WGMMA_MMA_ASYNC_RS.stmt(
+                        n,
+                        StringImm(ab),
+                        a_registers,
+                        a_offset,
+                        desc_b,
+                        registers,
+                        op.convert(offset),
+                        scale_d,
+                    )
+                )
+                continue
             calls.append(
                 hopper.WGMMA_MMA_ASYNC.stmt(
-                    IntImm(acc.n, int32),
+                    n,
                     StringImm(ab),
                     _descriptor(ctx, a, block * WGMMA_M, step * K_STEP),
-                    _descriptor(ctx, b, 0, step * K_STEP),
+                    desc_b,
                     registers,
                     op.convert(offset),
-                    _scale_d(accum, step),
+                    scale_d,
                     IntImm(0, int32),
                     IntImm(0, int32),
                 )
@@ -187,10 +223,11 @@ def _wgmma_calls(op_: TileOp, ctx: ExecContext) -> list[Stmt]:
     ctx.notes.update(
         m=acc.m,
         n=acc.n,
-        k=a.k,
+        k=k,
         k_steps=steps,
         m_blocks=len(acc.offsets),
-        swizzle_a=a.swizzle_bytes,
+        a="registers" if isinstance(a, AccumulatorPlan) else "shared",
+        swizzle_a=0 if isinstance(a, AccumulatorPlan) else a.swizzle_bytes,
         swizzle_b=b.swizzle_bytes,
         threads=WARPGROUP_SIZE,
     )

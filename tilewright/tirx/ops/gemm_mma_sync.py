@@ -26,8 +26,6 @@ from __future__ import annotations
 
 from tilewright.ir import (
     Allocate,
-    Buffer,
-    BufferLoad,
     BufferRegion,
     Evaluate,
     IfThenElse,
@@ -53,6 +51,7 @@ from tilewright.tirx.ops.mma_operands import (
     MmaAccumulatorPlan,
     plan_ldmatrix,
     plan_mma_accumulator,
+    whole_storage,
 )
 from tilewright.tirx.ops.wgmma_operands import matrix_extents
 
@@ -202,7 +201,7 @@ def _ldmatrix(
     """One ``ldmatrix.x{count}``: the lane points at stored element ``place``."""
     # The whole buffer, read only (mask 1): the barrier planner sees a shared read.
     flat = ctx.flat(plan.side.buffer)
-    smem = intrinsics.ACCESS_PTR.call(_storage(flat), _i32(0), flat.shape[0], _i32(1))
+    smem = intrinsics.ACCESS_PTR.call(whole_storage(flat), _i32(0), flat.shape[0], _i32(1))
     call = intrinsics.PTX_LDMATRIX.call(
         op.const(trans),
         _i32(count),
@@ -216,15 +215,6 @@ def _ldmatrix(
     return Evaluate(call)
 
 
-def _storage(buffer: Buffer) -> PrimExpr:
-    """``tw.region_data`` of all of 1-D ``buffer``: its storage as an intrinsic argument (the
-    passes that rename, place and check buffers follow the loads in it)."""
-    last = int(buffer.shape[0].value)  # type: ignore[attr-defined]
-    return intrinsics.REGION_DATA.call(
-        BufferLoad(buffer, (_i32(0),)), BufferLoad(buffer, (_i32(last - 1),))
-    )
-
-
 def _matrix_place(
     lane: PrimExpr, outer: PrimExpr, k: PrimExpr, transposed: bool
 ) -> tuple[PrimExpr, PrimExpr]:
@@ -236,7 +226,7 @@ def _matrix_place(
 
 def _zero_fill(acc: MmaAccumulatorPlan, ctx: ExecContext) -> Stmt:
     """``mma_fill`` of C's registers: one call when its tiles are contiguous, else per tile."""
-    data = _storage(ctx.flat(acc.side.buffer))
+    data = whole_storage(ctx.flat(acc.side.buffer))
     relative = sorted(r for row in acc.relative for r in row)
     count = len(relative) * 4
     if relative == list(range(0, count, 4)):
@@ -279,7 +269,7 @@ def emit_mma_sync(op_: TileOp, ctx: ExecContext) -> Stmt:
     lane = op.convert(ctx.thread_index)
     a_frag = decl_buffer((blocks * A_REGISTERS,), "uint32", f"{a.side.buffer.name}_frag", "local")
     b_frag = decl_buffer((tiles * B_REGISTERS,), "uint32", f"{b.side.buffer.name}_frag", "local")
-    c_data = _storage(ctx.flat(acc.side.buffer))
+    c_data = whole_storage(ctx.flat(acc.side.buffer))
     ptx = PTX_TYPES[str(a.side.buffer.dtype)]
     body: list[Stmt] = []
     if isinstance(accum, IntImm):
@@ -295,7 +285,9 @@ def emit_mma_sync(op_: TileOp, ctx: ExecContext) -> Stmt:
             outer = op.add(i * MMA_M, op.mul(op.floormod(q, 2), 8))
             kk = op.add(k0, op.mul(op.floordiv(q, 2), 8))
             place = _matrix_place(lane, outer, kk, trans_a)
-            body.append(_ldmatrix(a, ctx, _storage(a_frag), i * A_REGISTERS, 4, trans_a, place))
+            body.append(
+                _ldmatrix(a, ctx, whole_storage(a_frag), i * A_REGISTERS, 4, trans_a, place)
+            )
         for j in range(0, tiles, 2):
             count = 4 if j + 1 < tiles else 2
             sel = q if count == 4 else q2
@@ -303,11 +295,13 @@ def emit_mma_sync(op_: TileOp, ctx: ExecContext) -> Stmt:
             outer = op.add(j * MMA_N, op.mul(op.floordiv(sel, 2), 8))
             kk = op.add(k0, op.mul(op.floormod(sel, 2), 8))
             place = _matrix_place(lane, outer, kk, trans_b)
-            body.append(_ldmatrix(b, ctx, _storage(b_frag), j * B_REGISTERS, count, trans_b, place))
+            body.append(
+                _ldmatrix(b, ctx, whole_storage(b_frag), j * B_REGISTERS, count, trans_b, place)
+            )
         for i in range(blocks):
             for j in range(tiles):
-                a_regs = (_storage(a_frag), _i32(i * A_REGISTERS))
-                b_regs = (_storage(b_frag), _i32(j * B_REGISTERS))
+                a_regs = (whole_storage(a_frag), _i32(i * A_REGISTERS))
+                b_regs = (whole_storage(b_frag), _i32(j * B_REGISTERS))
                 c_regs = (c_data, op.convert(acc.offset(i, j)))
                 body.append(_mma(ptx, a_regs, b_regs, c_regs))
     ctx.notes.update(

@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilewright.arith import simplify
-from tilewright.ir import PrimExpr, op
+from tilewright.ir import Buffer, BufferLoad, IntImm, PrimExpr, intrinsics, op
+from tilewright.ir.dtype import int32
 from tilewright.layout import LayoutError
 from tilewright.layout import offset_arith as oa
 from tilewright.layout.fragment import MMA_M, MMA_N, mma_accumulator_layout
@@ -54,14 +55,25 @@ class LdmatrixPlan:
         return simplify(offset) if isinstance(offset, PrimExpr) else op.convert(offset)
 
 
-def plan_ldmatrix(side: Operand, what: str) -> LdmatrixPlan:
+def whole_storage(buffer: Buffer) -> PrimExpr:
+    """``tw.region_data`` of all of 1-D ``buffer``: its storage as an intrinsic argument (the
+    passes that rename, place and check buffers follow the loads in it)."""
+    last = int(buffer.shape[0].value)  # type: ignore[attr-defined]
+    return intrinsics.REGION_DATA.call(
+        BufferLoad(buffer, (IntImm(0, int32),)), BufferLoad(buffer, (IntImm(last - 1, int32),))
+    )
+
+
+def plan_ldmatrix(side: Operand, what: str, instruction: str = "ldmatrix") -> LdmatrixPlan:
     """The ``LdmatrixPlan`` of shared region ``side`` (``what`` is ``A`` or ``B``, for the
-    message); ``LayoutError`` when its 8-element rows are not contiguous 16-byte runs."""
+    message); ``LayoutError`` when its 8-element rows are not contiguous 16-byte runs.
+    ``stmatrix`` writes the same 8 x 8 matrices: its plans come from here too, with
+    ``instruction`` naming it in the messages."""
     rows, cols = matrix_extents(side, what)
     name = f"{what} {side.buffer.name}"
     bits = side.buffer.dtype.bits * side.buffer.dtype.lanes
     if bits != 16:
-        raise LayoutError(f"{name}: ldmatrix reads 16-bit elements, not {side.buffer.dtype}")
+        raise LayoutError(f"{name}: {instruction} moves 16-bit elements, not {side.buffer.dtype}")
     if cols % ROW_ELEMS:
         raise LayoutError(f"{name}: the contiguous extent {cols} is not a multiple of 8")
     try:
@@ -72,14 +84,14 @@ def plan_ldmatrix(side: Operand, what: str) -> LdmatrixPlan:
     if len(inner) != 1 or not inner[0].is_memory or inner[0].stride != 1:
         raise LayoutError(
             f"{name}: layout {side.tile!r} does not keep 8 consecutive elements of its last "
-            "dimension contiguous; ldmatrix reads 16-byte rows (give the contiguous dimension "
-            "stride 1)"
+            f"dimension contiguous; {instruction} moves 16-byte rows (give the contiguous "
+            "dimension stride 1)"
         )
     for shard in (*outer.shard, *runs.shard):
         if shard.extent > 1 and (not shard.is_memory or shard.stride % ROW_ELEMS):
             raise LayoutError(
                 f"{name}: layout {side.tile!r} puts 16-byte rows {shard.stride_text()} "
-                "elements apart; ldmatrix needs them on 16-byte boundaries (multiples of 8)"
+                f"elements apart; {instruction} needs them on 16-byte boundaries (multiples of 8)"
             )
     if not is_multiple(side.base, ROW_ELEMS):
         raise LayoutError(
@@ -89,7 +101,7 @@ def plan_ldmatrix(side: Operand, what: str) -> LdmatrixPlan:
     if swizzle is not None and swizzle.chunk_elems() < ROW_ELEMS:
         raise LayoutError(
             f"{name}: swizzle {swizzle!r} moves {swizzle.chunk_elems()}-element chunks, which "
-            "splits ldmatrix's 16-byte rows (use SwizzleLayout.from_bytes(width, 16))"
+            f"splits {instruction}'s 16-byte rows (use SwizzleLayout.from_bytes(width, 16))"
         )
     return LdmatrixPlan(side, rows, cols)
 

@@ -160,11 +160,15 @@ class AccumulatorPlan:
     offsets: tuple[Offset, ...]
 
 
-def plan_accumulator(side: Operand) -> AccumulatorPlan:
+def plan_accumulator(side: Operand, what: str = "C") -> AccumulatorPlan:
     """The register offsets of accumulator region ``side``; ``LayoutError`` unless its layout
-    is ``wgmma_accumulator_layout``'s (any m64 block stride of at least ``n / 2``)."""
-    m, n = matrix_extents(side, "C")
-    name = f"C {side.buffer.name}"
+    is ``wgmma_accumulator_layout``'s (any m64 block stride of at least ``n / 2``).
+
+    wgmma's A operand in registers (``what="A"``, ``m x k`` 16-bit elements) has the same
+    layout: k step ``s`` of block ``b`` is the 8 elements from ``offsets[b] + 8 s``.
+    """
+    m, n = matrix_extents(side, what)
+    name = f"{what} {side.buffer.name}"
     expect = wgmma_accumulator_layout(m, n)  # raises for shapes wgmma has no fragment of
     parts = list(expect.shape)
     try:
