@@ -60,7 +60,11 @@ REFUSALS = [
     ({"dtype": "float32"}, "cuda", "must both be float16 or bfloat16, got float32"),
     ({"c_dtype": "float16"}, "cuda", "C acc must be a float32 accumulator, got float16"),
     ({"c_scope": "shared.dyn", "c_layout": None}, "cuda", "wgmma accumulates in registers"),
-    ({"a_scope": "global"}, "cuda", "A As is in 'global' memory; wgmma reads A and B from shared"),
+    (
+        {"a_scope": "global"},
+        "cuda",
+        "A As is in 'global' memory; wgmma reads A from shared memory or registers",
+    ),
     ({"c_layout": None}, "cuda", "is not the wgmma m64nNk16 fragment layout"),
     (
         {"c_layout": TileLayout(S[(64, 128) : (1, 64)])},
