@@ -279,6 +279,11 @@ def test_schedule_mma_cuda_source_and_nvrtc(in_dtype: str, out_dtype: str, stage
         assert "cp.async.commit_group" in text and "cp.async.wait_group" in text
     if in_dtype == "bfloat16":
         assert "#include <cuda_bf16.h>" in text
+    # The accumulator tiles are stored a pair of adjacent columns at a time (C's rows and
+    # the tiles' offsets are even).
+    pair = {"float32": "float2", "float16": "half2"}[out_dtype]
+    assert f"for (int tw_p = 0; tw_p < 4; ++tw_p) *({pair}*)" in text
+    assert "for (int tw_i = 0; tw_i < 8; ++tw_i) ((" not in text  # no element-wise store
     if nvrtc_version() is None:
         if config.get().ci:
             pytest.fail("NVRTC is not available to compile CUDA")

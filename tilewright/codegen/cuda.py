@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar, cast
 
-from tilewright.arith import Analyzer
+from tilewright.arith import Analyzer, simplify
 from tilewright.codegen.c_like import (
     PREC_ADD,
     PREC_UNARY,
@@ -49,6 +49,7 @@ from tilewright.ir import (
     StringImm,
     Var,
     intrinsics,
+    op,
     substitute,
 )
 from tilewright.ir.dtype import int32
@@ -264,11 +265,27 @@ class CUDAPrinter(HopperEmitters, DevicePrinter):
         self.emit(f"for (int tw_i = 0; tw_i < {self.expr_text(size)}; ++tw_i) {base} = {zero};")
 
     def emit_mma_store(self, call: Call) -> None:
+        """A 16x16 accumulator tile to memory: each lane's 8 registers, as 4 pairs of
+        adjacent columns (one 8- or 4-byte store a pair) when the destination, its row
+        stride and the register offset are even, else one element at a time."""
         m, n, dst, src, offset, stride = call.args
         if _const(m) != 16 or _const(n) != 16:
             raise CodegenError(f"{self.func_name}: mma_store stores 16x16 fragments, not {m}x{n}")
         ctype = self.value_type(call.dtype)
         out = f"(({ctype}*)({self.expr_text(dst)}))"
+        pair = PAIR_TYPES.get(ctype)
+        if pair is not None and all(_even(x) for x in (_pointer_offset(dst), offset, stride)):
+            row = "(8 * (tw_p % 2) + (int)threadIdx.x / 4)"
+            col = "(8 * (tw_p / 2) + (int)threadIdx.x % 4 * 2)"
+            value = (
+                f"*({pair}*)({self.expr_text(src)} + {self.operand(offset, PREC_ADD)} + 2 * tw_p)"
+            )
+            self.emit("#pragma unroll")
+            self.emit(
+                "for (int tw_p = 0; tw_p < 4; ++tw_p) "
+                f"*({pair}*)(&{out}[{row} * {self.operand(stride, PREC_ADD)} + {col}]) = {value};"
+            )
+            return
         row = "(8 * (tw_i % 4 / 2) + (int)threadIdx.x / 4)"
         col = "(8 * (tw_i / 4) + (int)threadIdx.x % 4 * 2 + tw_i % 2)"
         value = f"{self.expr_text(src)}[{self.expr_text(offset)} + tw_i]"
@@ -388,6 +405,28 @@ class CUDAPrinter(HopperEmitters, DevicePrinter):
         threads = math.prod(v for k, v in extents.items() if k.startswith("threadIdx"))
         bounds = f"__launch_bounds__({threads}) " if threads > 1 else ""
         return f'extern "C" __global__ void {bounds}{name}({", ".join(texts)}) {{'
+
+
+# Two adjacent accumulator elements as one store (mma_store).
+PAIR_TYPES = {"float": "float2", "half": "half2", "__nv_bfloat16": "__nv_bfloat162"}
+
+
+def _pointer_offset(pointer: object) -> object:
+    """The element offset a ``tvm_access_ptr`` adds to its storage (whose data pointer is
+    allocated aligned); None for other pointers (nothing known)."""
+    if isinstance(pointer, Call) and intrinsics.ACCESS_PTR.matches(pointer):
+        return pointer.args[1]
+    return None
+
+
+def _even(value: object) -> bool:
+    """Whether an int or expression is provably a multiple of 2."""
+    if isinstance(value, int):
+        return value % 2 == 0
+    if not isinstance(value, PrimExpr):
+        return False
+    rest = simplify(op.floormod(value, 2))
+    return isinstance(rest, IntImm) and rest.value == 0
 
 
 def _text(value: object) -> str:
