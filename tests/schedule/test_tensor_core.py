@@ -319,6 +319,25 @@ def test_schedule_mma_computes_a_times_b_on_the_evaluator(
     _check_product(got, a, b, out_dtype)
 
 
+def test_grouped_block_order_numbers_tiles_down_a_group_of_rows_first() -> None:
+    # 64 x 96 in 32 x 32 block tiles: 2 rows x 3 columns, numbered in groups of 2 rows.
+    original = mma_matmul(64, 96, 32)
+    sch = Schedule(original)
+    schedule_mma(sch, warps_m=1, warps_n=1, frags_m=2, frags_n=2, k_frags=2, stages=2, group_rows=2)
+    check_schedule(sch, original, numeric=False)  # trace replay; numbers below
+    # The fused loop is (groups of rows, columns, rows of a group); one group here: block b
+    # is tile (b % 2, b // 2), fragments of 16 rows and columns two a tile.
+    text = sch.mod.script()
+    fused = "i_0_0_0_j_0_0_i_0_0_1_fused"
+    assert f'for {fused} in T.thread_binding(6, thread="blockIdx.x"):' in text
+    assert f"vi_o = T.axis.spatial(4, {fused} % 2 * 2 + 0 + i_0_2_init)" in text
+    assert f"vj_o = T.axis.spatial(6, {fused} // 2 * 2 + 0 + j_0_2_init)" in text
+    a, b = _inputs(64, 96, 32, "float16")
+    c = np.full((64, 96), np.nan, "float32")
+    got = run_module(tw.lower(sch.mod, "cuda"), "main", a, b, c)[2]
+    _check_product(got, a, b, "float32")
+
+
 @needs_nvrtc
 def test_build_artifact_of_the_mma_schedule_is_an_sm90_cubin() -> None:
     sch, _ = _schedule_mma("float16", "float32", 2)

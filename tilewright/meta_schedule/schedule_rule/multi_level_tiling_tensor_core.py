@@ -161,6 +161,7 @@ def tile_for_tensor_cores(
     compute_first: bool = False,
     unroll: bool = True,
     permuted: bool = False,
+    group_rows: int = 1,
 ) -> Schedule:
     """Schedule the GEMM ``block`` for the tensor cores (module docstring).
 
@@ -170,8 +171,10 @@ def tile_for_tensor_cores(
     ``fetch_threads`` (the warps a
     block) spreads the shared-memory fetch over the block's threads now; None leaves it to
     ``RewriteCooperativeFetch`` (the annotation). ``permuted`` stores the shared tiles
-    XOR-swizzled (the ``permuted_layout`` annotation) instead of padding their rows. Refused
-    with ``ScheduleError``.
+    XOR-swizzled (the ``permuted_layout`` annotation) instead of padding their rows.
+    ``group_rows`` > 1 numbers the block tiles ``group_rows`` rows at a time, column by
+    column (blocks running together share A's and B's tiles in L2); it must divide the
+    block rows. Refused with ``ScheduleError``.
     """
     group = get_mma_intrin_group(
         "shared", "global", gemm.in_dtype, gemm.out_dtype, gemm.trans_a, gemm.trans_b
@@ -200,7 +203,12 @@ def tile_for_tensor_cores(
     j0, j1, j2 = sch.split(j, list(j_factors))
     k0, k1 = sch.split(k, list(k_factors))
     sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
-    sch.bind(sch.fuse(i0, j0), "blockIdx.x")
+    if group_rows > 1:  # i0 = (groups, rows of a group): groups, then columns, then rows
+        groups, rows = sch.split(i0, [None, group_rows])
+        sch.reorder(groups, j0, rows)
+        sch.bind(sch.fuse(groups, j0, rows), "blockIdx.x")
+    else:
+        sch.bind(sch.fuse(i0, j0), "blockIdx.x")
     warp = sch.fuse(i1, j1)
     sch.bind(warp, "threadIdx.y")
     sch.annotate(outer, WARP_EXECUTION, 1)

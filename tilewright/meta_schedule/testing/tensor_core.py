@@ -94,6 +94,7 @@ def schedule_mma(
     compute_first: bool = False,
     unroll: bool = True,
     permuted: bool = False,
+    group_rows: int = 1,
     in_dtype: str = "float16",
     out_dtype: str = "float32",
 ) -> Schedule:
@@ -105,7 +106,8 @@ def schedule_mma(
     step k + 1 while it multiplies those of step k; ``unroll`` writes out the loops over
     fragments (constant register indices); ``compute_first`` orders each pipelined step as
     compute, then fetch (one barrier a step instead of two); ``permuted`` stores the shared
-    tiles XOR-swizzled (``permuted_layout``) rather than with padded rows. ``in_dtype`` and
+    tiles XOR-swizzled (``permuted_layout``) rather than with padded rows; ``group_rows``
+    numbers the block tiles that many rows at a time, column by column. ``in_dtype`` and
     ``out_dtype`` must be the block's (checked). Returns ``sch``.
     """
     gemm_block = sch.get_block(block)
@@ -126,4 +128,5 @@ def schedule_mma(
         compute_first=compute_first,
         unroll=unroll,
         permuted=permuted,
+        group_rows=group_rows,
     )
