@@ -199,8 +199,11 @@ def _relaxed(loop: _Loop, scope: str) -> bool:
 def _plan(buffer: Buffer, accesses: list[_Access]) -> _Plan | None:
     if not accesses or any(len(a.indices) != buffer.ndim for a in accesses):
         return None
-    if all(a.address for a in accesses):
-        return None  # only addresses: the regions read through them are unknown
+    if any(a.address for a in accesses):
+        # An address hands the buffer to an access of unknown size from that element on
+        # (TMA, wgmma descriptors, mbarriers, user intrinsics): shrinking the buffer to its
+        # plain accesses could leave that access running past the end. Keep it whole.
+        return None
     canonical: dict[str, Var] = {}
     lows: list[list[PrimExpr | None]] = [[] for _ in range(buffer.ndim)]
     highs: list[list[PrimExpr | None]] = [[] for _ in range(buffer.ndim)]
