@@ -34,6 +34,15 @@ extents are the real ones), so edge loads need no guard and zero rows and column
 nothing. The ``full`` barrier still expects the whole box's bytes: TMA counts the box, filled
 or not. Only the stores are guarded (``row < m``, ``col < n``).
 
+**The epilogue.** With ``epilogue="tma"`` (the default for a 16-bit C) each consumer
+warpgroup stores its 64 x block_n result 64 columns at a time through two staging tiles of
+its own: ``Tx.wg.cast`` to C's type, ``Tx.wg.copy`` into the staging tile (``stmatrix``),
+``T.cuda.fence_proxy_async``, a named barrier of the warpgroup, and one thread's TMA store
+(``Tx.thread.copy_async(C[...], Cs[...])``), which clips at C's edges and runs on while the
+next tile starts; before a staging tile is written again its store must have read it
+(``T.cuda.bulk_wait_group_read``). ``epilogue="direct"`` stores from the registers, guarded
+(any C, any n). An ``activation`` (ReLU, GELU) is applied to the accumulator first.
+
 **Persistence.** ``grid`` CTAs (one per SM: 132 on an H200) loop over the tiles ``bx, bx +
 grid, ...`` in grouped order (``grouped_tile``: ``group_m`` rows of tiles at a time, column
 by column) so CTAs running together share A and Bt in L2.
