@@ -119,7 +119,7 @@ def test_the_cuda_text_and_nvrtc_build() -> None:
         assert artifact.format == "cubin" and artifact.binary[:4] == b"\x7fELF"
 
 
-def _refusal(dst_layout, reg_layout, dtype="float16", scope="warpgroup", target="cuda"):
+def _refusal(dst_layout, reg_layout, dtype="float16", scope="warpgroup", target="cuda", load=False):
     shape = (64, 64)
 
     @T.prim_func
@@ -128,7 +128,9 @@ def _refusal(dst_layout, reg_layout, dtype="float16", scope="warpgroup", target=
         T.thread_id([128])
         regs = T.alloc_buffer(shape, dtype, scope="local", layout=reg_layout)
         Cs = T.alloc_buffer(shape, dtype, scope="shared.dyn", align=1024, layout=dst_layout)
-        if scope == "warpgroup":
+        if load:
+            Tx.wg.copy(regs[0:64, 0:64], Cs[0:64, 0:64], dispatch="ldmatrix")
+        elif scope == "warpgroup":
             Tx.wg.copy(Cs[0:64, 0:64], regs[0:64, 0:64], dispatch="stmatrix")
         elif scope == "warp":
             Tx.warp.copy(Cs[0:64, 0:64], regs[0:64, 0:64], dispatch="stmatrix")
@@ -151,3 +153,8 @@ def test_what_stmatrix_refuses() -> None:
     # Two rows a lane (lane t holds rows 2t and 2t + 1): not stmatrix's distribution.
     rows = TileLayout(S[(32, 2, 64) : (1 @ laneid, 64, 1)])
     assert "element (0, 2) is not in lane 1" in _refusal(None, rows, scope="warp")
+    # ldmatrix: sm_75 and newer, the same distribution.
+    assert "has no ldmatrix (CUDA sm_75" in _refusal(
+        None, acc, target="cuda -arch=sm_70", load=True
+    )
+    assert "ldmatrix moves row r" in _refusal(None, rows, load=True)
