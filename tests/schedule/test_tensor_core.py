@@ -8,6 +8,8 @@ tensorize refuses, and the tensorized kernels computing ``A @ B`` on the lockste
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -284,6 +286,11 @@ def test_schedule_mma_cuda_source_and_nvrtc(in_dtype: str, out_dtype: str, stage
     pair = {"float32": "float2", "float16": "half2"}[out_dtype]
     assert f"for (int tw_p = 0; tw_p < 4; ++tw_p) *({pair}*)" in text
     assert "for (int tw_i = 0; tw_i < 8; ++tw_i) ((" not in text  # no element-wise store
+    # Each intrinsic's own threadIdx.x binding is declared only where it is used.
+    declared = re.findall(r"int (\w+) = \(int\)threadIdx\.x;", text)
+    assert declared and all(
+        re.search(rf"\b{name}\b[^;]*;", text.split(f"int {name} =")[1]) for name in declared
+    )
     if nvrtc_version() is None:
         if config.get().ci:
             pytest.fail("NVRTC is not available to compile CUDA")

@@ -42,6 +42,7 @@ from tilewright.ir import (
     Ramp,
     Sub,
     Var,
+    collect_vars,
     intrinsics,
     post_order_visit,
 )
@@ -155,8 +156,9 @@ class DevicePrinter(CLikePrinter, metaclass=ABCMeta):
             index = f"{index} + {self.operand(s.min, 12, right=True)}"
         if self.is_nonneg(s.min):
             self.nonneg.add(s.loop_var)
-        name = self.define(s.loop_var)
-        self.emit(f"{ctype} {name} = {index};")
+        if s.loop_var in collect_vars(s.body):  # an intrinsic's own binding may go unused
+            name = self.define(s.loop_var)
+            self.emit(f"{ctype} {name} = {index};")
         self.stmt(s.body)
 
     # ---- allocation --------------------------------------------------------------------------
