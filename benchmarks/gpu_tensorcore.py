@@ -25,13 +25,14 @@ import time
 from pathlib import Path
 
 import torch
-from cuda_events import paired_medians
+from cuda_events import paired_medians, sustained_medians
 
 import tilewright as tw
 from tilewright.meta_schedule.testing.tensor_core import mma_matmul, schedule_mma
 from tilewright.schedule import Schedule
 
 W4 = dict(warps_m=2, warps_n=2, frags_m=4, frags_n=4)  # 128x128: 4 warps of 64x64
+NESTED = dict(stages=3, fragment_stages=2, nested=True, permuted=True)
 CONFIGS = {
     # Shared tiles XOR-swizzled (permuted_layout) unless "rows padded" (storage_align).
     "128x128, 4 warps of 64x64, k64, 3 stages, rows padded": dict(W4, k_frags=4, stages=3),
@@ -46,6 +47,13 @@ CONFIGS = {
     "128x256, 8 warps of 64x64, k64, 4 stages, compute first, fragments x2": dict(
         W4, warps_n=4, k_frags=4, stages=4, compute_first=True, fragment_stages=2, permuted=True
     ),
+    # Nested pipelines: the next tile's first fragments loaded before this tile's last mma.
+    "128x128, 4 warps of 64x64, k64, 3 stages, nested": dict(W4, k_frags=4, **NESTED),
+    "256x128, 8 warps of 64x64, k64, 3 stages, nested": dict(W4, warps_m=4, k_frags=4, **NESTED),
+    "256x128, 8 warps of 64x64, k64, 4 stages, nested": dict(
+        W4, warps_m=4, k_frags=4, **dict(NESTED, stages=4)
+    ),
+    "128x256, 8 warps of 64x64, k64, 3 stages, nested": dict(W4, warps_n=4, k_frags=4, **NESTED),
 }
 TORCH_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -67,14 +75,22 @@ def measure(n: int, dtype: str, name: str, config: dict, peer, inputs) -> float 
     if not error < 1e-2:
         print(f"{dtype} {n}^3 {name}: WRONG (max relative error {error:.2e})", flush=True)
         return None
-    ours, theirs, ratio = paired_medians(functools.partial(func, a, b, c), peer)
+    call = functools.partial(func, a, b, c)
+    ours, theirs, ratio = paired_medians(call, peer)
     flops = 2 * n**3
     print(
         f"{dtype:8s} {n}^3 {name:45s} {flops / ours / 1e12:7.1f} TFLOP/s  cuBLAS "
         f"{flops / theirs / 1e12:6.1f}  {ratio:.2f}x  (error {error:.1e}, built {built:.1f} s)",
         flush=True,
     )
-    return ratio
+    ours, theirs, steady, clocks = sustained_medians(call, peer)
+    mhz = f", {clocks[0]:.0f} / {clocks[1]:.0f} MHz" if clocks else ""
+    print(
+        f"{'':8s} {'':6s} {'each in its own steady state':45s} {flops / ours / 1e12:7.1f} "
+        f"TFLOP/s  cuBLAS {flops / theirs / 1e12:6.1f}  {steady:.2f}x{mhz}",
+        flush=True,
+    )
+    return steady
 
 
 def problem(n: int, dtype: str):

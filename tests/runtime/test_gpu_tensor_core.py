@@ -2,8 +2,8 @@
 
 The hand schedule of ``tilewright.meta_schedule.testing.tensor_core`` in the configurations
 the benchmark measures (small sizes): shared-memory pipelines of 1 to 3 stages, register
-fragments double-buffered or not, the compute-first order, float16 and bfloat16 inputs,
-float32 and float16 accumulation.
+fragments double-buffered or not, the compute-first order, nested pipelines, float16 and
+bfloat16 inputs, float32 and float16 accumulation.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ pytestmark = [
     pytest.mark.skipif(device_count() == 0, reason="needs a CUDA GPU"),
 ]
 
+W4 = dict(warps_m=2, warps_n=2, frags_m=4, frags_n=4)
 CONFIGS = [
     dict(warps_m=1, warps_n=1, frags_m=1, frags_n=1, k_frags=1, stages=1),
     dict(warps_m=2, warps_n=2, frags_m=2, frags_n=2, k_frags=2, stages=2),
@@ -30,6 +31,9 @@ CONFIGS = [
     dict(warps_m=2, warps_n=2, frags_m=4, frags_n=4, k_frags=4, stages=3, permuted=True),
     dict(warps_m=1, warps_n=2, frags_m=2, frags_n=1, k_frags=2, stages=2, permuted=True),
     dict(warps_m=2, warps_n=1, frags_m=1, frags_n=1, k_frags=1, stages=1, permuted=True),
+    # Nested pipelines (the next tile's first fragments before this tile's last mma).
+    dict(W4, k_frags=4, stages=3, fragment_stages=2, nested=True, permuted=True),
+    dict(W4, warps_m=4, frags_m=2, k_frags=2, stages=4, fragment_stages=2, nested=True),
 ]
 
 

@@ -19,6 +19,18 @@ loop bound to threads. ``software_pipeline_async_stages`` names stages whose cop
 asynchronously on GPUs (``cp.async`` on CUDA sm_80+, through ``lower_async_copy``); elsewhere
 they run synchronously.
 
+A pipelined loop inside a pipelined loop (TVM's nested pipelines) is expanded first; its
+prologue statements, its loop and its epilogue statements then count as statements of the
+outer body (its buffers allocated there) when the outer stage list has one entry for each of
+them: the outer pipeline can run the inner prologue of iteration ``k + 1`` (say, the first
+fragments of the next tile) before the inner epilogue of iteration ``k``. An outer list with
+one entry for the whole inner pipeline keeps it as one statement.
+
+Buffers in registers (``local`` and ``warp`` scopes: each thread reads only what it wrote)
+get no extra version where a later stage's reader runs before the earlier stage's writer in
+the pipelined step (one stage apart), or where the two touch different versions of a buffer
+an inner pipeline multi-buffered (constant leading indices that differ).
+
 Example (stages ``[0, 0, 1]``, 16 iterations)::
 
     # before                                # after
@@ -86,6 +98,7 @@ class _Pipeliner(Mutator):
     def __init__(self, asynchronous: bool) -> None:
         super().__init__()
         self.asynchronous = asynchronous
+        self.expanded: dict[int, Stmt] = {}  # id → an expanded pipeline (kept alive)
 
     def visit_For(self, loop: For) -> Stmt:
         loop = self.generic_visit(loop)
@@ -97,7 +110,9 @@ class _Pipeliner(Mutator):
                     f"without {STAGE}"
                 )
             return loop
-        return _Pipeline(loop, table, self.asynchronous).build()
+        result = _Pipeline(loop, table, self.asynchronous, self.expanded).build()
+        self.expanded[id(result)] = result
+        return result
 
 
 def _ints(loop: For, key: str, value: object) -> list[int]:
@@ -108,7 +123,13 @@ def _ints(loop: For, key: str, value: object) -> list[int]:
 
 
 class _Pipeline:
-    def __init__(self, loop: For, table: Mapping[str, object], asynchronous: bool) -> None:
+    def __init__(
+        self,
+        loop: For,
+        table: Mapping[str, object],
+        asynchronous: bool,
+        expanded: Mapping[int, Stmt],
+    ) -> None:
         self.loop = loop
         self.name = loop.loop_var.name
         if loop.kind not in (ForKind.SERIAL, ForKind.UNROLLED):
@@ -124,9 +145,16 @@ class _Pipeline:
         self.stmts = list(body.seq) if isinstance(body, SeqStmt) else [body]
         self.stages = _ints(loop, STAGE, table[STAGE])
         count = len(self.stmts)
+        described = str(count)
+        if len(self.stages) != count and any(id(s) in expanded for s in self.stmts):
+            flat = self._flattened(expanded)
+            if len(self.stages) == len(flat):
+                self.stmts, count = flat, len(flat)
+            else:
+                described += f" (or, the inner pipelines' steps counted, {len(flat)})"
         if len(self.stages) != count or min(self.stages) < 0:
             raise self.error(
-                f"{STAGE} {self.stages} must give a stage >= 0 to each of the {count} "
+                f"{STAGE} {self.stages} must give a stage >= 0 to each of the {described} "
                 "statements of its body"
             )
         positions = _ints(loop, ORDER, table[ORDER]) if ORDER in table else list(range(count))
@@ -143,6 +171,21 @@ class _Pipeline:
         self.async_stages = asked if asynchronous else set()
         self.writes = [_accessed(s, stores=True) for s in self.stmts]
         self.reads = [_accessed(s, stores=False) for s in self.stmts]
+
+    def _flattened(self, expanded: Mapping[int, Stmt]) -> list[Stmt]:
+        """The body with each inner pipeline's statements in its place, their buffers
+        allocated in the body (added to ``self.allocs``)."""
+        flat: list[Stmt] = []
+        for stmt in self.stmts:
+            if id(stmt) not in expanded:
+                flat.append(stmt)
+                continue
+            inner = stmt
+            while isinstance(inner, Allocate):
+                self.allocs.append(inner.buffer)
+                inner = inner.body
+            flat.extend(inner.seq if isinstance(inner, SeqStmt) else [inner])
+        return flat
 
     def error(self, message: str) -> SoftwarePipelineError:
         return SoftwarePipelineError(f"software pipeline of loop {self.name}: {message}")
@@ -192,6 +235,7 @@ class _Pipeline:
             (n for n, i in enumerate(present) if self.stages[i] in self.async_stages), default=-1
         )
         committed = False
+        covered: int | None = None  # the strongest wait of this step so far, as of now
         for n, i in enumerate(present):
             stage = self.stages[i]
             k = op.sub(step, IntImm(stage, step.dtype)) if stage else step
@@ -202,14 +246,16 @@ class _Pipeline:
             mapping[self.loop.loop_var] = iteration
             stmt = _Versioned(new, counts, k).visit(substitute(self.stmts[i], mapping))
             wait = self._in_flight(i, committed)
-            if wait is not None:
+            if wait is not None and (covered is None or wait < covered):
                 out.append(intrinsics.CP_ASYNC_WAIT.stmt(IntImm(wait, int32)))
+                covered = wait
             if stage in self.async_stages:
                 stmt = AttrStmt(IntImm(stage, int32), ASYNC_SCOPE, IntImm(1, int32), stmt)
             out.append(stmt)
             if n == last_async:
                 out.append(intrinsics.CP_ASYNC_COMMIT.stmt())
                 committed = True
+                covered = None if covered is None else covered + 1
         if self.async_stages and not committed:
             out.append(intrinsics.CP_ASYNC_COMMIT.stmt())  # one group per step, even empty
         return out
@@ -223,15 +269,28 @@ class _Pipeline:
         for p, stage in enumerate(self.stages):
             if stage not in self.async_stages or stage >= self.stages[i]:
                 continue
-            if self.writes[p] & self.reads[i]:
+            needed = self.writes[p] & self.reads[i]
+            if needed and all(self._waited(p, data, self.stages[i]) for data in needed):
+                continue  # a stage between them waited for the group in an earlier step
+            if needed:
                 count = self.stages[i] - stage - 1 + (1 if committed else 0)
                 allowed = count if allowed is None else min(allowed, count)
         return allowed
+
+    def _waited(self, producer: int, data: Var, stage: int) -> bool:
+        """Whether a statement at a stage between ``producer``'s and ``stage`` reads ``data``:
+        it waited for the producer's group of the same iteration in an earlier step (groups
+        complete in order and stay complete)."""
+        low = self.stages[producer]
+        return any(
+            low < self.stages[j] < stage and data in self.reads[j] for j in range(len(self.stmts))
+        )
 
     def _versions(self) -> dict[Var, int]:
         """How many copies each buffer allocated in the body needs; refuses what the pipeline
         would reorder wrongly."""
         local = {b.data for b in self.allocs}
+        registers = {b.data for b in self.allocs if b.scope in ("local", "warp")}
         position = {stmt: self.order.index(stmt) for stmt in range(len(self.stmts))}
         writes, reads = self.writes, self.reads
         versions: dict[Var, int] = {}
@@ -255,9 +314,45 @@ class _Pipeline:
                             f"buffer {data.name} is written at stage {si} and read at the "
                             f"earlier stage {sj}"
                         )
+                    if data in registers and sj > si and self._apart(i, j, data, position):
+                        continue
                     if data in local and sj > si:
                         versions[data] = max(versions.get(data, 1), sj - si + 1)
         return versions
+
+    def _apart(self, i: int, j: int, data: Var, position: Mapping[int, int]) -> bool:
+        """Statement ``i`` (the earlier stage) cannot clobber what ``j`` reads of the register
+        buffer ``data``: ``j`` runs first in the step, one stage later (the writer's later
+        iteration comes after it), or the two touch different constant leading indices."""
+        if self.stages[j] - self.stages[i] == 1 and position[j] < position[i]:
+            return True
+        mine, theirs = _leading(self.stmts[i], data), _leading(self.stmts[j], data)
+        return mine is not None and theirs is not None and not mine & theirs
+
+
+def _leading(stmt: Stmt, data: Var) -> set[int] | None:
+    """The leading indices with which ``stmt`` touches ``data``, when all are constants."""
+    found: set[int] = set()
+    constant = True
+
+    def index(first: object) -> None:
+        nonlocal constant
+        lead = first.indices[0] if first.indices else None  # type: ignore[attr-defined]
+        if isinstance(lead, IntImm):
+            found.add(lead.value)
+        else:
+            constant = False
+
+    def visit(node: object) -> None:
+        if isinstance(node, BufferLoad | BufferStore) and node.buffer.data is data:
+            index(node)
+        if isinstance(node, Call):
+            for first, _, _ in intrinsics.region_accesses(node):
+                if first.buffer.data is data:
+                    index(first)
+
+    post_order_visit(stmt, visit)
+    return found if constant else None
 
 
 def _accessed(stmt: Stmt, stores: bool) -> set[Var]:

@@ -173,6 +173,19 @@ def _vary(accesses: list[_Access], var: Var) -> list[_Access]:
     return out
 
 
+def _shifted(accesses: list[_Access], var: Var) -> list[_Access]:
+    """The accesses of the next iteration of the loop over ``var``."""
+    step = {var: var + 1}
+    return [
+        replace(
+            a,
+            index=substitute(a.index, step),
+            last=substitute(a.last, step) if a.last is not None else None,
+        )
+        for a in accesses
+    ]
+
+
 class _Planner:
     def __init__(self) -> None:
         self.shared: set[Var] = set()
@@ -431,7 +444,8 @@ class _Planner:
         return _Summary(stmt.replace(body=inner.stmt), inner.head, inner.tail, inner.syncs)
 
     def stmt_Evaluate(self, stmt: Evaluate) -> _Summary:
-        if is_sync(stmt):
+        # lower_async_copy puts a barrier after every wait for copy groups.
+        if is_sync(stmt) or intrinsics.CP_ASYNC_WAIT.matches(stmt):
             return _Summary(stmt, [], [], True)
         accesses = self.accesses(stmt)
         return _Summary(stmt, accesses, list(accesses))
@@ -483,7 +497,10 @@ class _Planner:
         head = _vary(inner.head, loop.loop_var)
         tail = _vary(inner.tail, loop.loop_var)
         body, syncs = inner.stmt, inner.syncs
-        if self.conflict(tail if syncs else head, head):
+        # With a barrier in every iteration only the next iteration's head can race with
+        # this one's tail: compare them at consecutive values of the loop variable.
+        following = _shifted(inner.head, loop.loop_var) if syncs else head
+        if self.conflict(inner.tail if syncs else head, following):
             # The next iteration's first accesses race with this one's last: wait at the top.
             body = seq(sync_threads(), body)
             head, syncs = [], True

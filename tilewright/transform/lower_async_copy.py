@@ -11,8 +11,10 @@ addresses fall back to the buffers' first elements where ``c`` is false, so that
 outside a buffer. A thread's wait covers its own copies only, so a barrier follows each
 wait: the next stage reads what other threads copied (a barrier just before a wait moves
 after it).
-On other targets the marks, commits and waits are dropped and every copy is synchronous.
-Run after ``inject_thread_sync``, which then saw the copies as plain stores.
+On other targets the marks and commits are dropped, every copy is synchronous and each wait
+leaves its barrier.
+Run after ``inject_thread_sync``, which then saw the copies as plain stores and each wait
+as a barrier.
 
 Example::
 
@@ -76,8 +78,9 @@ class _Lowering(Mutator):
 
     def visit_Evaluate(self, stmt: Evaluate) -> Stmt:
         if intrinsics.CP_ASYNC_WAIT.matches(stmt):
+            # inject_thread_sync counted a barrier here (the copies ran as plain stores).
             if not self.cp_async:
-                return Evaluate(IntImm(0, int32))
+                return intrinsics.SYNC_THREADS.stmt()
             return SeqStmt((stmt, intrinsics.SYNC_THREADS.stmt()))
         if intrinsics.CP_ASYNC_COMMIT.matches(stmt) and not self.cp_async:
             return Evaluate(IntImm(0, int32))

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tilewright.ir import BufferLoad, BufferStore, Cast, IntImm, IterKind, Var
+from tilewright.ir import BufferLoad, BufferStore, Cast, For, IntImm, IterKind, Var
 from tilewright.ir.expr import Add, Mul, PrimExpr
 from tilewright.meta_schedule.analysis import COOPERATIVE_FETCH, WARP_EXECUTION, block_of
 from tilewright.meta_schedule.schedule_rule.rule import ScheduleRule
@@ -159,6 +159,7 @@ def tile_for_tensor_cores(
     stages: int = 2,
     fragment_stages: int = 1,
     compute_first: bool = False,
+    nested: bool = False,
     unroll: bool = True,
     permuted: bool = False,
     group_rows: int = 1,
@@ -174,8 +175,19 @@ def tile_for_tensor_cores(
     XOR-swizzled (the ``permuted_layout`` annotation) instead of padding their rows.
     ``group_rows`` > 1 numbers the block tiles ``group_rows`` rows at a time, column by
     column (blocks running together share A's and B's tiles in L2); it must divide the
-    block rows. Refused with ``ScheduleError``.
+    block rows. ``nested`` (with ``stages`` > 1 and ``fragment_stages`` 2) nests the
+    fragment pipeline in the fetch pipeline: each step multiplies tile k0's fragments but the
+    last, fetches tile k0 + stages - 1, waits for tile k0 + 1 (one barrier) and loads its
+    first fragments, then multiplies tile k0's last ones, so the ``ldmatrix`` after the
+    barrier overlaps ``mma.sync`` work. Refused with ``ScheduleError``.
     """
+    if nested and (stages < 2 or fragment_stages != 2):
+        raise ScheduleError(
+            "tensorize",
+            "nested-pipeline",
+            f"nested pipelines need stages > 1 and fragment_stages 2 (got {stages} and "
+            f"{fragment_stages})",
+        )
     group = get_mma_intrin_group(
         "shared", "global", gemm.in_dtype, gemm.out_dtype, gemm.trans_a, gemm.trans_b
     )
@@ -248,14 +260,35 @@ def tile_for_tensor_cores(
     if unroll:
         for loop in unrolled:
             sch.unroll(loop)
-    if stages > 1:  # fetch tile k0 + stages - 1 (cp.async) while computing tile k0
+    if fragment_stages > 1:  # ldmatrix of step k1 + 1 while mma.sync computes step k1
+        sch.annotate(k1, "software_pipeline_stage", [0, 0, fragment_stages - 1])
+    if nested:
+        _nest_pipelines(sch, k0, k1, stages)
+    elif stages > 1:  # fetch tile k0 + stages - 1 (cp.async) while computing tile k0
         sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
         sch.annotate(k0, "software_pipeline_async_stages", [0])
         if compute_first:
             sch.annotate(k0, "software_pipeline_order", [1, 2, 0])
-    if fragment_stages > 1:  # ldmatrix of step k1 + 1 while mma.sync computes step k1
-        sch.annotate(k1, "software_pipeline_stage", [0, 0, fragment_stages - 1])
     return sch
+
+
+def _nest_pipelines(sch: Schedule, k0: LoopRV, k1: LoopRV, stages: int) -> None:
+    """Annotate the fetch loop ``k0`` over the expanded fragment pipeline of ``k1``: its body
+    counts the two fetches, the inner prologue (the first A and B fragments), the inner loop
+    (absent when ``k1`` has one step) and the inner epilogue (the last ``mma``)."""
+    loop = sch.get(k1)
+    assert isinstance(loop, For)
+    steps = loop.extent
+    inner_loop = not (isinstance(steps, IntImm) and steps.value == 1)
+    last = stages - 1
+    # Statements: fetch A, fetch B, fragments A, fragments B, [inner loop], last mma.
+    stage = [0, 0, last - 1, last - 1, *([last] if inner_loop else []), last]
+    # The inner loop first, then the fetches, then the next tile's first fragments (after
+    # the wait), then the last mma.
+    order = [1, 2, 3, 4, 0, 5] if inner_loop else [1, 2, 3, 4, 0]
+    sch.annotate(k0, "software_pipeline_stage", stage)
+    sch.annotate(k0, "software_pipeline_order", order)
+    sch.annotate(k0, "software_pipeline_async_stages", [0])
 
 
 def _writes_a_parameter(sch: Schedule, block: BlockRV) -> bool:

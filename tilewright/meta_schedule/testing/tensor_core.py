@@ -92,6 +92,7 @@ def schedule_mma(
     stages: int = 2,
     fragment_stages: int = 1,
     compute_first: bool = False,
+    nested: bool = False,
     unroll: bool = True,
     permuted: bool = False,
     group_rows: int = 1,
@@ -105,7 +106,9 @@ def schedule_mma(
     pipeline the global fetch; with ``fragment_stages`` 2 each warp loads the fragments of
     step k + 1 while it multiplies those of step k; ``unroll`` writes out the loops over
     fragments (constant register indices); ``compute_first`` orders each pipelined step as
-    compute, then fetch (one barrier a step instead of two); ``permuted`` stores the shared
+    compute, then fetch (one barrier a step instead of two); ``nested`` (with
+    ``fragment_stages`` 2) also loads the next tile's first fragments before the tile's last
+    ``mma.sync`` (``tile_for_tensor_cores``); ``permuted`` stores the shared
     tiles XOR-swizzled (``permuted_layout``) rather than with padded rows; ``group_rows``
     numbers the block tiles that many rows at a time, column by column. ``in_dtype`` and
     ``out_dtype`` must be the block's (checked). Returns ``sch``.
@@ -126,6 +129,7 @@ def schedule_mma(
         stages=stages,
         fragment_stages=fragment_stages,
         compute_first=compute_first,
+        nested=nested,
         unroll=unroll,
         permuted=permuted,
         group_rows=group_rows,
