@@ -65,9 +65,9 @@ def sustained_medians(ours, peer, blocks: int = 4, seconds: float = 1.0, settle:
     milliseconds (``paired_medians``) both run at the clock their mix allows. Here each
     kernel runs alone in blocks: ``settle`` seconds untimed, then samples of 10 queued calls
     for ``seconds``; the blocks alternate (order flipping each pair) ``blocks`` times.
-    Returns ``(ours, peer, ratio)``, ``ratio`` the median over block pairs of peer time / our
-    time, and the mean SM clock (MHz) of each side's timed samples when NVML can be read
-    (else None).
+    Returns ``(ours, peer, ratio, clocks)``: the medians of the blocks' medians, the median
+    over block pairs of peer time / our time, and the mean SM clock (MHz) of each side's timed
+    samples as a pair (None where NVML cannot be read).
     """
     import time
 
