@@ -13,8 +13,8 @@ every few milliseconds runs both at the clock of their mix, while a kernel run a
 at its own (cuBLAS's ``wgmma`` kernel does more work, and draws more power, per clock: alone
 it settles near 1.47 GHz, these ``mma.sync`` kernels near 1.6-1.8 GHz); the best
 configuration is chosen by the steady-state ratio. cuBLAS multiplies the same inputs into its
-own dtype. Prints ours, cuBLAS's and the ratio, and the SASS instruction counts (HMMA, LDSM, LDGSTS) of the best kernel when
-``cuobjdump`` is on the path.
+own dtype. Prints ours, cuBLAS's and the ratio, and the SASS instruction counts (HMMA, LDSM,
+LDGSTS) of the best kernel when ``cuobjdump`` is on the path.
 
     python benchmarks/gpu_tensorcore.py [name-substring ...]
 """

@@ -14,7 +14,8 @@ is the schedule itself, shared with the hand schedule of
 * A's and B's tiles cached in shared memory at ``k0`` (16 bytes a lane), fetched by the whole
   block, stored XOR-swizzled against bank conflicts (``permuted_layout``; rows padded by 8
   elements instead with ``permuted=False``); with ``stages > 1`` a ``cp.async`` software
-  pipeline;
+  pipeline, and with ``nested`` the fragment loads pipelined inside it (the next tile's first
+  fragments loaded before the tile's last ``mma.sync``, TVM's nested pipelines);
 * each warp's fragments in ``warp`` buffers in the fragment layout, loaded by ``ldmatrix``,
   multiplied by ``mma.sync``, zeroed and stored by the fill and store intrinsics.
 
@@ -328,16 +329,25 @@ class MultiLevelTilingTensorCore(ScheduleRule):
         permuted: swizzled shared tiles (rows of 32 or 64 bytes or a multiple of 128, so
             a candidate whose tile rows are, say, 96 bytes fails to build); False pads the
             rows instead (any width, every copy split over two 128-byte lines).
+        nested: each warp loads step k + 1's fragments while it multiplies step k's,
+            across k tiles too (nested pipelines; with ``stages`` > 1).
 
     Example::
 
         rules = [MultiLevelTilingTensorCore(), MultiLevelTiling(...), ...]
     """
 
-    def __init__(self, max_fragments: int = 4, stages: int = 3, permuted: bool = True) -> None:
+    def __init__(
+        self,
+        max_fragments: int = 4,
+        stages: int = 3,
+        permuted: bool = True,
+        nested: bool = True,
+    ) -> None:
         self.max_fragments = max_fragments
         self.stages = stages
         self.permuted = permuted
+        self.nested = nested and stages > 1
         self.enabled = True
 
     def _initialize_with_tune_context(self, context: TuneContext) -> None:
@@ -354,7 +364,14 @@ class MultiLevelTilingTensorCore(ScheduleRule):
         tiled = sch.copy()
         try:
             tile_for_tensor_cores(
-                tiled, block, gemm, self._sample, stages=self.stages, permuted=self.permuted
+                tiled,
+                block,
+                gemm,
+                self._sample,
+                stages=self.stages,
+                permuted=self.permuted,
+                fragment_stages=2 if self.nested else 1,
+                nested=self.nested,
             )
         except ScheduleError:
             return [sch]
@@ -373,10 +390,12 @@ class MultiLevelTilingTensorCore(ScheduleRule):
         )
 
     def clone(self) -> MultiLevelTilingTensorCore:
-        return MultiLevelTilingTensorCore(self.max_fragments, self.stages, self.permuted)
+        return MultiLevelTilingTensorCore(
+            self.max_fragments, self.stages, self.permuted, self.nested
+        )
 
     def __repr__(self) -> str:
         return (
             f"MultiLevelTilingTensorCore(max_fragments={self.max_fragments}, "
-            f"stages={self.stages}, permuted={self.permuted})"
+            f"stages={self.stages}, permuted={self.permuted}, nested={self.nested})"
         )
