@@ -101,6 +101,8 @@ def test_copy_async_moves_tiles_bit_for_bit(kernel: str) -> None:
         (300, 301, 424, {"grid": 2}),
         # Smaller than one tile: the boxes shrink to the tensor.
         (72, 40, 64, {"block_n": 64, "stages": 3}),
+        # A float32 bias row, an odd n: the last column tile's bias reads are guarded.
+        (200, 301, 200, {"block_n": 128, "stages": 2, "grid": 3, "bias": True}),
     ],
 )
 def test_tile_layer_warp_specialised_gemm_with_tails(
@@ -111,8 +113,13 @@ def test_tile_layer_warp_specialised_gemm_with_tails(
     func = tile_hopper_gemm(m, n, k, in_dtype=dtype, out_dtype="float32", **kwargs)
     a, bt = _half((m, k), dtype, 7), _half((n, k), dtype, 8)
     c = np.full((m, n), np.nan, np.float32)
-    *_, got = _run(func, a, bt, c)
     want = a.astype(np.float64) @ bt.astype(np.float64).T
+    if kwargs.get("bias"):
+        bias = np.random.default_rng(13).standard_normal(n).astype(np.float32)
+        *_, got, _ = _run(func, a, bt, c, bias)
+        want = want + bias
+    else:
+        *_, got = _run(func, a, bt, c)
     assert not np.isnan(got).any()  # every element stored
     assert _relative_error(got, want) < 1e-5
 
@@ -127,6 +134,8 @@ def test_tile_layer_warp_specialised_gemm_with_tails(
         (264, 520, 136, {"block_n": 192, "stages": 3, "grid": 2}),
         # Fewer rows than a warpgroup's 64: the store boxes shrink to C; GELU before.
         (40, 64, 64, {"block_n": 64, "stages": 2, "activation": "gelu"}),
+        # A bias row (its last column tile guarded: 328 = 2 x 128 + 72), then ReLU.
+        (200, 328, 200, {"block_n": 128, "stages": 2, "bias": True, "activation": "relu"}),
     ],
 )
 def test_tile_layer_gemm_tma_store_epilogue(dtype: str, m: int, n: int, k: int, kwargs) -> None:
@@ -135,8 +144,15 @@ def test_tile_layer_gemm_tma_store_epilogue(dtype: str, m: int, n: int, k: int, 
     func = tile_hopper_gemm(m, n, k, in_dtype=dtype, out_dtype=dtype, epilogue="tma", **kwargs)
     a, bt = _half((m, k), dtype, 9), _half((n, k), dtype, 10)
     c = np.full((m, n), np.nan, a.dtype)
-    *_, got = _run(func, a, bt, c)
     want = a.astype(np.float64) @ bt.astype(np.float64).T
+    if kwargs.get("bias"):
+        bias = (_half((1, n), dtype, 12) * 8).reshape(n)
+        *_, got, _ = _run(func, a, bt, c, bias)
+        want = want + bias.astype(np.float64)
+    else:
+        *_, got = _run(func, a, bt, c)
+    if kwargs.get("activation") == "relu":
+        want = np.maximum(want, 0)
     if kwargs.get("activation") == "gelu":
         want = want * (1 + np.vectorize(math.erf)(want / math.sqrt(2))) / 2
     assert not np.isnan(got.astype(np.float64)).any()  # every element stored

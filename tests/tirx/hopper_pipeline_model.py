@@ -215,18 +215,23 @@ _FLOAT = {
 }
 
 
-def _value(expr: object, env: dict[str, int], registers: dict) -> float:
-    """A thread's float value of ``expr`` (its registers, constants, casts, erf)."""
+def _value(expr: object, env: dict[str, int], registers: dict, tensors: dict) -> float:
+    """A thread's float value of ``expr`` (its registers, the kernel's input tensors such as
+    a bias, constants, casts, erf)."""
     if isinstance(expr, E.BufferLoad):
-        return float(registers[expr.buffer.name][env["_t"], ev(expr.indices[0], env)])
+        index = ev(expr.indices[0], env)
+        if expr.buffer.name in tensors:
+            return float(tensors[expr.buffer.name].reshape(-1)[index])
+        return float(registers[expr.buffer.name][env["_t"], index])
     if isinstance(expr, Cast):
-        value = _value(expr.value, env, registers)
+        value = _value(expr.value, env, registers, tensors)
         return float(np.asarray(value).astype(np.dtype(str(expr.dtype))))
     if isinstance(expr, E.FloatImm | IntImm):
         return float(expr.value)
     if isinstance(expr, Call) and expr.op == "erf":
-        return math.erf(_value(expr.args[0], env, registers))
-    a, b = (_value(x, env, registers) for x in (expr.a, expr.b))  # type: ignore[attr-defined]
+        return math.erf(_value(expr.args[0], env, registers, tensors))
+    operands = (expr.a, expr.b)  # type: ignore[attr-defined]
+    a, b = (_value(x, env, registers, tensors) for x in operands)
     return _FLOAT[type(expr)](a, b)
 
 
@@ -292,7 +297,8 @@ def _lockstep(cta: Cta, node, envs: list[dict[str, int]], registers: dict) -> No
     elif isinstance(node, BufferStore):
         dtype = np.dtype(str(node.buffer.dtype))
         for e in envs:
-            value = float(np.asarray(_value(node.value, e, registers)).astype(dtype))
+            value = _value(node.value, e, registers, cta.tensors)
+            value = float(np.asarray(value).astype(dtype))
             if node.buffer.name == "C":  # the direct epilogue's stores
                 row, col = (ev(i, e) for i in node.indices)
                 assert np.isnan(cta.c[row, col]), f"C[{row}, {col}] stored twice"

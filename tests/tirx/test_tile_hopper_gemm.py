@@ -183,21 +183,33 @@ def test_the_direct_epilogue_guards_rows_and_columns() -> None:
 
 
 @pytest.mark.parametrize(
-    ("epilogue", "activation"),
-    [("tma", None), ("direct", None), ("tma", "gelu"), ("direct", "relu")],
+    ("epilogue", "activation", "bias"),
+    [
+        ("tma", None, False),
+        ("direct", None, False),
+        ("tma", "gelu", False),
+        ("direct", "relu", False),
+        ("tma", "relu", True),
+        ("direct", None, True),
+    ],
 )
-def test_cpu_model_of_the_emitted_copies_and_wgmmas_with_tails(epilogue, activation) -> None:
+def test_cpu_model_of_the_emitted_copies_and_wgmmas_with_tails(epilogue, activation, bias) -> None:
     m, n, k = 200, 136, 72
-    func, variants = _lowered(m, n, k, epilogue=epilogue, activation=activation, **SMALL)
+    func, variants = _lowered(m, n, k, epilogue=epilogue, activation=activation, bias=bias, **SMALL)
     assert variants.count("register") == (activation is not None) + (epilogue == "tma")
     rng = np.random.default_rng(3)
     a = rng.integers(-3, 4, (m, k)).astype(np.float64)
     bt = rng.integers(-3, 4, (n, k)).astype(np.float64)
+    tensors = {"A": a, "Bt": bt}
+    if bias:  # C's type; columns past n never read (the model's array ends at n)
+        tensors["Bias"] = rng.integers(-40, 40, n).astype(np.float16)
     c = np.full((m, n), np.nan)
     for bx in range(2):
-        cta = run_cta(func, bx, {"A": a, "Bt": bt}, c, regs=64)
+        cta = run_cta(func, bx, tensors, c, regs=64)
         assert set(cta.wgmmas_per_wait) == {4}
     x = a @ bt.T
+    if bias:
+        x = x + tensors["Bias"].astype(np.float64)
     if activation == "relu":
         x = np.maximum(x, 0)
     elif activation == "gelu":
@@ -239,10 +251,14 @@ def test_the_tma_epilogue_stages_64_columns_at_a_time() -> None:
 @pytest.mark.parametrize("epilogue", ["tma", "direct"])
 def test_it_compiles_for_sm_90a(epilogue: str) -> None:
     out = "float32" if epilogue == "direct" else "bfloat16"
-    func = tile_hopper_gemm(300, 264, 200, in_dtype="bfloat16", out_dtype=out, epilogue=epilogue)
-    artifact = tw.build_artifact(func, target="cuda")
-    assert artifact.format == "cubin" and artifact.arch == "sm_90a"
-    assert artifact.binary[:4] == b"\x7fELF"
+    for bias in (False, True):
+        func = tile_hopper_gemm(
+            300, 264, 200, in_dtype="bfloat16", out_dtype=out, epilogue=epilogue, bias=bias
+        )
+        assert [b.name for _, b in func.buffer_map] == ["A", "Bt", "C", "Bias"][: 3 + bias]
+        artifact = tw.build_artifact(func, target="cuda")
+        assert artifact.format == "cubin" and artifact.arch == "sm_90a"
+        assert artifact.binary[:4] == b"\x7fELF"
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,9 @@ its own: ``Tx.wg.cast`` to C's type, ``Tx.wg.copy`` into the staging tile (``stm
 (``Tx.thread.copy_async(C[...], Cs[...])``), which clips at C's edges and runs on while the
 next tile starts; before a staging tile is written again its store must have read it
 (``T.cuda.bulk_wait_group_read``). ``epilogue="direct"`` stores from the registers, guarded
-(any C, any n). An ``activation`` (ReLU, GELU) is applied to the accumulator first.
+(any C, any n). With ``bias`` the kernel takes a fourth argument, ``Bias`` of n elements of
+C's type, added to each row of the float32 accumulator (columns past n skip it); an
+``activation`` (ReLU, GELU) is applied after it: ``C = act(A @ Bt.T + Bias)``.
 
 **Persistence.** ``grid`` CTAs (one per SM: 132 on an H200) loop over the tiles ``bx, bx +
 grid, ...`` in grouped order (``grouped_tile``: ``group_m`` rows of tiles at a time, column
@@ -154,6 +156,7 @@ def tile_hopper_gemm(
     group_m: int = 8,
     epilogue: str = "auto",
     activation: str | None = None,
+    bias: bool = False,
 ) -> PrimFunc:
     """The GEMM as a tile-layer ``PrimFunc`` (module docstring).
 
@@ -171,6 +174,8 @@ def tile_hopper_gemm(
             8 and at least 64).
         activation: ``"relu"`` or ``"gelu"`` applied to the float32 accumulator before C is
             converted and stored (``Tx.wg.relu`` / ``Tx.wg.gelu``), or None.
+        bias: the function takes ``Bias`` (n elements of ``out_dtype``) after C, added to
+            every row of the accumulator before the activation.
 
     Example: ``tile_hopper_gemm(200, 136, 72, block_n=128, stages=2, grid=2)`` is 2 x 2
     tiles over 2 CTAs, two k tiles (the second one zero-filled past column 72).
@@ -208,6 +213,7 @@ def tile_hopper_gemm(
         A: T.Buffer((m, k), in_dtype),
         Bt: T.Buffer((n, k), in_dtype),
         C: T.Buffer((m, n), out_dtype),
+        Bias: T.Buffer((n,), out_dtype),
     ):
         T.device_entry()
         bx = T.cta_id([grid])
@@ -298,6 +304,22 @@ def tile_hopper_gemm(
                     T.cuda.wgmma_wait_group(0)  # the tile's last group, before reading acc
                     if tid % 128 == 0:
                         T.cuda.mbarrier_arrive(empty[(r * k_tiles + k_tiles - 1) % stages])
+                    if bias:
+                        # Thread t holds columns 8 j + 2 (t % 4) + p of both row halves
+                        # (the accumulator layout): one bias element serves two registers.
+                        # Guarded per column, where Tx.wg.add's broadcast row would read
+                        # past Bias in the last column tile.
+                        for j in T.unroll(block_n // 8):
+                            for p in T.unroll(2):
+                                col = T.meta_var(j * 8 + tid % 4 * 2 + p)
+                                if tn * block_n + col < n:
+                                    for h in T.unroll(2):
+                                        row = T.meta_var(
+                                            tid % 128 // 32 * 16 + h * 8 + tid % 32 // 4
+                                        )
+                                        acc[row, col] = acc[row, col] + T.cast(
+                                            Bias[tn * block_n + col], "float32"
+                                        )
                     if tma_store:
                         # Epilogue through shared memory, 64 columns at a time: cast to C's
                         # type, stmatrix into a free staging tile (its store of two chunks
@@ -358,4 +380,7 @@ def tile_hopper_gemm(
             if tma_store and tid % 128 == 0:
                 T.cuda.bulk_wait_group_read(0)  # the staging tiles outlive their last store
 
-    return main
+    if bias:
+        return main
+    # Without a bias the function takes A, Bt and C only (Bias is never read).
+    return main.replace(params=main.params[:3], buffer_map=main.buffer_map[:3])
