@@ -2,11 +2,13 @@
 tuned by ``ms.tune_tir`` (``MultiLevelTilingTensorCore`` in the CUDA defaults) within a trial
 and time budget; then the best candidate, the hand schedule (the best configuration of
 ``gpu_tensorcore.py``) and cuBLAS (``torch.matmul`` on the same float16 inputs) timed in one
-run, each checked against float64 first, then timed in alternation with the other
+run, each checked against float64 first, then timed against cuBLAS in alternation
 (``cuda_events.paired_medians``: 10 queued calls a sample, 15 rounds, the median of the
-rounds' ratios). Prints the three, the ratios, the trials and the tuning wall time.
+rounds' ratios) and each in its own steady state (``cuda_events.sustained_medians``, see
+``gpu_tensorcore.py``), and tuned against hand both ways. Prints the three, the ratios, the
+trials and the tuning wall time.
 
-    python benchmarks/gpu_tune_tensorcore.py [--trials 1000] [--seconds 300]
+    python benchmarks/gpu_tune_tensorcore.py [--trials 1000] [--seconds 300] [--hand NAME]
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import tempfile
 import time
 
 import torch
-from cuda_events import paired_medians
+from cuda_events import paired_medians, sustained_medians
 from gpu_tensorcore import CONFIGS, problem
 
 import tilewright as tw
@@ -28,7 +30,7 @@ from tilewright.meta_schedule.testing.tensor_core import mma_matmul, schedule_mm
 from tilewright.schedule import Schedule
 
 N = 4096
-HAND = "128x128, 4 warps of 64x64, k64, 3 stages"
+HAND = "128x128, 4 warps of 64x64, k64, 3 stages, nested"
 
 
 def _check(func, inputs) -> tuple[object, float]:
@@ -45,6 +47,7 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=float(os.environ.get("TUNE_SECONDS", 300)))
     parser.add_argument("--per-iter", type=int, default=64)
+    parser.add_argument("--hand", default=HAND, choices=sorted(CONFIGS))
     args = parser.parse_args()
     mod = IRModule({"main": mma_matmul(N, N, N)})
     start = time.perf_counter()
@@ -69,7 +72,8 @@ def main() -> int:
     print(f"best candidate's tiles (i, j: blocks/warps/fragments; k: steps/fragments): {decisions}")
     inputs, _ = problem(N, "float16")
     tuned, tuned_error = _check(tw.build(sch.mod, target="cuda")["main"], inputs)
-    hand_sch = schedule_mma(Schedule(mma_matmul(N, N, N)), **CONFIGS[HAND])
+    hand_sch = schedule_mma(Schedule(mma_matmul(N, N, N)), **CONFIGS[args.hand])
+    print(f"hand schedule: {args.hand}")
     hand, hand_error = _check(tw.build(hand_sch.mod, target="cuda")["main"], inputs)
     for name, error in (("tuned", tuned_error), ("hand", hand_error)):
         if not error < 1e-2:
@@ -78,15 +82,25 @@ def main() -> int:
     a, b = inputs[:2]
     out = torch.empty(N, N, device="cuda", dtype=torch.float16)
     flops = 2 * N**3
+
+    def cublas():
+        torch.matmul(a, b, out=out)
+
     for name, call, error in (("tuned", tuned, tuned_error), ("hand", hand, hand_error)):
-        ours, peer, ratio = paired_medians(call, lambda: torch.matmul(a, b, out=out))
+        ours, peer, ratio = paired_medians(call, cublas)
+        alone, peer_alone, steady, _ = sustained_medians(call, cublas)
         print(
             f"{name:6s} {flops / ours / 1e12:7.1f} TFLOP/s  {ratio:.2f}x cuBLAS "
-            f"({flops / peer / 1e12:.1f})  (error {error:.1e})",
+            f"({flops / peer / 1e12:.1f}) in alternation; {flops / alone / 1e12:7.1f} TFLOP/s  "
+            f"{steady:.2f}x cuBLAS ({flops / peer_alone / 1e12:.1f}) each alone  "
+            f"(error {error:.1e})",
             flush=True,
         )
     _, _, tuned_over_hand = paired_medians(tuned, hand)
-    print(f"tuned / hand: {tuned_over_hand:.2f}x (in alternation)")
+    _, _, steady_over_hand, _ = sustained_medians(tuned, hand)
+    print(
+        f"tuned / hand: {tuned_over_hand:.2f}x in alternation, {steady_over_hand:.2f}x each alone"
+    )
     return 0
 
 
