@@ -166,7 +166,15 @@ def test_the_nested_gemm_has_one_barrier_a_k_tile_and_compiles() -> None:
         compile_cuda(source, arch, ["main_kernel"], "nvrtc")
 
 
-@pytest.mark.parametrize("config", [{}, {"permuted": True, "frags_n": 2, "k_frags": 2}])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        {"permuted": True, "frags_n": 2, "k_frags": 2},
+        # One fragment a k tile: no inner loop, a no-op counted in its place.
+        {"k_frags": 1, "stages": 4},
+    ],
+)
 def test_the_nested_gemm_matches_numpy_in_the_race_checking_evaluator(config) -> None:
     rng = np.random.default_rng(3)
     a = rng.standard_normal((64, 256)).astype(np.float16)

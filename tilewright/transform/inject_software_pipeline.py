@@ -52,6 +52,7 @@ from tilewright.ir import (
     BufferLoad,
     BufferStore,
     Call,
+    Evaluate,
     For,
     ForKind,
     IntImm,
@@ -98,7 +99,8 @@ class _Pipeliner(Mutator):
     def __init__(self, asynchronous: bool) -> None:
         super().__init__()
         self.asynchronous = asynchronous
-        self.expanded: dict[int, Stmt] = {}  # id → an expanded pipeline (kept alive)
+        # id(an expanded pipeline) → (it, kept alive; its statements, flat)
+        self.expanded: dict[int, tuple[Stmt, list[Stmt]]] = {}
 
     def visit_For(self, loop: For) -> Stmt:
         loop = self.generic_visit(loop)
@@ -110,8 +112,9 @@ class _Pipeliner(Mutator):
                     f"without {STAGE}"
                 )
             return loop
-        result = _Pipeline(loop, table, self.asynchronous, self.expanded).build()
-        self.expanded[id(result)] = result
+        pipeline = _Pipeline(loop, table, self.asynchronous, self.expanded)
+        result = pipeline.build()
+        self.expanded[id(result)] = (result, pipeline.pieces)
         return result
 
 
@@ -128,7 +131,7 @@ class _Pipeline:
         loop: For,
         table: Mapping[str, object],
         asynchronous: bool,
-        expanded: Mapping[int, Stmt],
+        expanded: Mapping[int, tuple[Stmt, list[Stmt]]],
     ) -> None:
         self.loop = loop
         self.name = loop.loop_var.name
@@ -146,6 +149,7 @@ class _Pipeline:
         self.stages = _ints(loop, STAGE, table[STAGE])
         count = len(self.stmts)
         described = str(count)
+        self.pieces: list[Stmt] = []
         if len(self.stages) != count and any(id(s) in expanded for s in self.stmts):
             flat = self._flattened(expanded)
             if len(self.stages) == len(flat):
@@ -172,7 +176,7 @@ class _Pipeline:
         self.writes = [_accessed(s, stores=True) for s in self.stmts]
         self.reads = [_accessed(s, stores=False) for s in self.stmts]
 
-    def _flattened(self, expanded: Mapping[int, Stmt]) -> list[Stmt]:
+    def _flattened(self, expanded: Mapping[int, tuple[Stmt, list[Stmt]]]) -> list[Stmt]:
         """The body with each inner pipeline's statements in its place, their buffers
         allocated in the body (added to ``self.allocs``)."""
         flat: list[Stmt] = []
@@ -184,7 +188,7 @@ class _Pipeline:
             while isinstance(inner, Allocate):
                 self.allocs.append(inner.buffer)
                 inner = inner.body
-            flat.extend(inner.seq if isinstance(inner, SeqStmt) else [inner])
+            flat.extend(expanded[id(stmt)][1])
         return flat
 
     def error(self, message: str) -> SoftwarePipelineError:
@@ -202,6 +206,9 @@ class _Pipeline:
         steps: list[Stmt] = []
         for step in range(min(last, self.extent + last)):
             steps.extend(self._step(IntImm(step, self.loop.loop_var.dtype), step, new, counts))
+        # The statements an outer pipeline counts: without a loop (extent <= last) a no-op
+        # stands in its place, so that the count does not depend on the extent.
+        self.pieces = [*steps, Evaluate(IntImm(0, int32))]
         if self.extent > last:
             var = Var(self.name, self.loop.loop_var.dtype)
             shifted = op.add(var, IntImm(last, var.dtype)) if last else var
@@ -209,8 +216,11 @@ class _Pipeline:
             count = IntImm(self.extent - last, var.dtype)
             zero = IntImm(0, var.dtype)
             steps.append(For(var, zero, count, self.loop.kind, body, annotations=self.kept))
+            self.pieces[-1] = steps[-1]
         for step in range(max(last, self.extent), self.extent + last):
-            steps.extend(self._step(IntImm(step, self.loop.loop_var.dtype), step, new, counts))
+            epilogue = self._step(IntImm(step, self.loop.loop_var.dtype), step, new, counts)
+            steps.extend(epilogue)
+            self.pieces.extend(epilogue)
         result = _seq(steps)
         for buffer in reversed(self.allocs):
             result = Allocate(new.get(buffer.data, buffer), result)

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tilewright.ir import BufferLoad, BufferStore, Cast, For, IntImm, IterKind, Var
+from tilewright.ir import BufferLoad, BufferStore, Cast, IntImm, IterKind, Var
 from tilewright.ir.expr import Add, Mul, PrimExpr
 from tilewright.meta_schedule.analysis import COOPERATIVE_FETCH, WARP_EXECUTION, block_of
 from tilewright.meta_schedule.schedule_rule.rule import ScheduleRule
@@ -264,7 +264,7 @@ def tile_for_tensor_cores(
     if fragment_stages > 1:  # ldmatrix of step k1 + 1 while mma.sync computes step k1
         sch.annotate(k1, "software_pipeline_stage", [0, 0, fragment_stages - 1])
     if nested:
-        _nest_pipelines(sch, k0, k1, stages)
+        _nest_pipelines(sch, k0, stages)
     elif stages > 1:  # fetch tile k0 + stages - 1 (cp.async) while computing tile k0
         sch.annotate(k0, "software_pipeline_stage", [0, 0, stages - 1])
         sch.annotate(k0, "software_pipeline_async_stages", [0])
@@ -273,22 +273,17 @@ def tile_for_tensor_cores(
     return sch
 
 
-def _nest_pipelines(sch: Schedule, k0: LoopRV, k1: LoopRV, stages: int) -> None:
-    """Annotate the fetch loop ``k0`` over the expanded fragment pipeline of ``k1``: its body
-    counts the two fetches, the inner prologue (the first A and B fragments), the inner loop
-    (absent when ``k1`` has one step) and the inner epilogue (the last ``mma``)."""
-    loop = sch.get(k1)
-    assert isinstance(loop, For)
-    steps = loop.extent
-    inner_loop = not (isinstance(steps, IntImm) and steps.value == 1)
+def _nest_pipelines(sch: Schedule, k0: LoopRV, stages: int) -> None:
+    """Annotate the fetch loop ``k0`` over the expanded fragment pipeline: its body counts
+    the two fetches, the inner prologue (the first A and B fragments), the inner loop (a
+    no-op when the k tile is one fragment: the annotation holds for every tile size the
+    tuner may sample) and the inner epilogue (the last ``mma``)."""
     last = stages - 1
-    # Statements: fetch A, fetch B, fragments A, fragments B, [inner loop], last mma.
-    stage = [0, 0, last - 1, last - 1, *([last] if inner_loop else []), last]
-    # The inner loop first, then the fetches, then the next tile's first fragments (after
-    # the wait), then the last mma.
-    order = [1, 2, 3, 4, 0, 5] if inner_loop else [1, 2, 3, 4, 0]
-    sch.annotate(k0, "software_pipeline_stage", stage)
-    sch.annotate(k0, "software_pipeline_order", order)
+    # Statements: fetch A, fetch B, fragments A, fragments B, the inner loop, the last mma:
+    # the loop first, then the fetches, then the next tile's first fragments (after the
+    # wait), then the last mma.
+    sch.annotate(k0, "software_pipeline_stage", [0, 0, last - 1, last - 1, last, last])
+    sch.annotate(k0, "software_pipeline_order", [1, 2, 3, 4, 0, 5])
     sch.annotate(k0, "software_pipeline_async_stages", [0])
 
 
