@@ -43,17 +43,8 @@ CONFIGS = {
     # Shared tiles XOR-swizzled (permuted_layout) unless "rows padded" (storage_align).
     "128x128, 4 warps of 64x64, k64, 3 stages, rows padded": dict(W4, k_frags=4, stages=3),
     "128x128, 4 warps of 64x64, k64, 3 stages": dict(W4, k_frags=4, stages=3, permuted=True),
-    "128x128, 4 warps of 64x64, k64, 3 stages, compute first": dict(
-        W4, k_frags=4, stages=3, compute_first=True, permuted=True
-    ),
-    "128x128, 4 warps of 64x64, k32, 3 stages": dict(W4, k_frags=2, stages=3, permuted=True),
-    "256x128, 8 warps of 64x64, k64, 3 stages, compute first, fragments x2": dict(
-        W4, warps_m=4, k_frags=4, stages=3, compute_first=True, fragment_stages=2, permuted=True
-    ),
-    "128x256, 8 warps of 64x64, k64, 4 stages, compute first, fragments x2": dict(
-        W4, warps_n=4, k_frags=4, stages=4, compute_first=True, fragment_stages=2, permuted=True
-    ),
-    # Nested pipelines: the next tile's first fragments loaded before this tile's last mma.
+    # Nested pipelines: the next tile's first fragments loaded before this tile's last mma,
+    # one barrier a k tile.
     "128x128, 4 warps of 64x64, k64, 3 stages, nested": dict(W4, k_frags=4, **NESTED),
     "256x128, 8 warps of 64x64, k64, 3 stages, nested": dict(W4, warps_m=4, k_frags=4, **NESTED),
     "256x128, 8 warps of 64x64, k64, 4 stages, nested": dict(

@@ -30,7 +30,7 @@ from tilewright.meta_schedule.testing.tensor_core import mma_matmul, schedule_mm
 from tilewright.schedule import Schedule
 
 N = 4096
-HAND = "128x128, 4 warps of 64x64, k64, 3 stages, nested"
+HAND = "256x128, 8 warps of 64x64, k64, 3 stages, nested"
 
 
 def _check(func, inputs) -> tuple[object, float]:
