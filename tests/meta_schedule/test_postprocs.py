@@ -702,6 +702,26 @@ def test_verify_rejects_too_many_threads_per_block() -> None:
     assert _verify(sch, func, "cuda")  # 1024 on CUDA
 
 
+def test_verify_rejects_too_many_threads_as_soon_as_they_are_bound() -> None:
+    # The early check (after each bind) counts threads per block, so that a candidate with
+    # too many is dropped before the rest of its replay and its lowering.
+    for threads, target, ok in ((512, "opencl", False), (256, "opencl", True), (512, "cuda", True)):
+        sch, func = _elementwise(threads)
+        post = _initialized(P.VerifyGPUCode(), func, target)
+        bind = [inst for inst in sch.trace.insts if inst.kind == "bind"][-1]
+        assert post.early_check(bind, sch) is ok, (threads, target)
+        assert post.reason == ("" if ok else "threads per block")
+
+
+def test_threads_per_block_counts_a_warp_execution_block() -> None:
+    from tilewright.meta_schedule.postproc.verify_gpu_code import threads_per_block
+
+    sch, _ = _elementwise(8, tag="threadIdx.y")
+    assert threads_per_block(sch.mod["main"].body, 32) == 8
+    sch.annotate("T_add", "warp_execution", 1)  # the block runs threadIdx.x over a warp
+    assert threads_per_block(sch.mod["main"].body, 32) == 256
+
+
 def test_verify_rejects_too_much_shared_memory() -> None:
     # Each thread block (one column j) caches the whole of A: 128 x 128 float32 = 64 KB.
     func = WORKLOADS["matmul"].func(m=128, n=2, k=128)

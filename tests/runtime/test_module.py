@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -165,6 +167,21 @@ def test_time_evaluator(rt):
     assert slow.number > 1 and len(slow.results) == 2
     with pytest.raises(ValueError, match=r"number and repeat must be >= 1"):
         rt.time_evaluator("main", cpu(0), repeat=0)
+
+
+def test_time_evaluator_warms_up_for_the_time_asked() -> None:
+    from tilewright.runtime.time_evaluator import time_evaluator
+
+    calls = []
+
+    def run() -> None:
+        calls.append(time.perf_counter())
+
+    start = time.perf_counter()
+    result = time_evaluator(lambda: run, cpu(0), number=2, repeat=1, warmup_ms=30)()
+    timed = calls[-result.number :]
+    assert timed[0] - start >= 0.03  # untimed calls for 30 ms first
+    assert len(calls) > 1 + result.number  # the first call, the warm-up's, the timed ones
 
 
 def test_lookup_and_source(rt):

@@ -58,6 +58,7 @@ def time_evaluator(
     repeat: int = 1,
     min_repeat_ms: float = 0,
     measure: Callable[[Callable[[], None], int], float] | None = None,
+    warmup_ms: float = 0,
 ) -> Callable[..., ProfileResult]:
     """A function that times a kernel on given arguments.
 
@@ -69,6 +70,10 @@ def time_evaluator(
         min_repeat_ms: the shortest duration of one repeat, in milliseconds.
         measure: ``measure(run, count)`` gives the seconds ``count`` calls take (CUDA events
             on a GPU); by default the wall clock around the calls and a ``dev.sync()``.
+        warmup_ms: keep calling the kernel, untimed, for this long before the first repeat
+            (beyond TVM: a GPU under its power limit lowers its clock after about a second
+            of load, by how much depending on the kernel's own power draw, so that kernels
+            timed in their first milliseconds rank by a clock they do not keep).
 
     Example::
 
@@ -89,6 +94,12 @@ def time_evaluator(
         run = bind(*args)
         run()
         dev.sync()
+        warm, until = 1, time.perf_counter() + warmup_ms / 1e3
+        while time.perf_counter() < until:
+            for _ in range(warm):
+                run()
+            dev.sync()
+            warm = min(2 * warm, 1024)
         count = number
         results = []
         for _ in range(repeat):

@@ -66,8 +66,9 @@ class VerifyGPUCode(Postproc):
         self.target = context.target
 
     def early_check(self, inst: Instruction, sch: Schedule) -> bool:
-        """After a ``bind`` or a thread-extent annotation: the thread-extent range and the
-        virtual-thread product, which later primitives cannot change."""
+        """After a ``bind`` or an annotation: the thread-extent range, the threads a block
+        (at most the target's ``max_num_threads``) and the virtual-thread product, which
+        later primitives cannot change."""
         if inst.kind not in ("bind", "annotate") or self.target is None:
             return True
         return self._check_threads(sch)
@@ -81,6 +82,9 @@ class VerifyGPUCode(Postproc):
             body = func.body if root is None else root
             if not thread_extents_fit(body, warp):
                 self.reason = "thread extent"
+                return False
+            if threads_per_block(body, warp) > int(self.target.max_num_threads):
+                self.reason = "threads per block"
                 return False
             if vthread_product(body) > MAX_VTHREAD:
                 self.reason = "vthread"
@@ -140,6 +144,31 @@ def thread_extents_fit(stmt: Stmt, warp_size: int) -> bool:
                 if not _as_int(low) <= product <= _as_int(high):
                     return False
         return all(visit(child, extents) for child in children(node))
+
+    return visit(stmt, {})
+
+
+def threads_per_block(stmt: Stmt, warp_size: int) -> int:
+    """The largest product of the constant extents of distinct threadIdx axes nested in one
+    another (a block annotated ``warp_execution`` runs ``threadIdx.x`` over the warp).
+
+    Example::
+
+        >>> threads_per_block(func.body, 32)   # threadIdx.y 8 around a warp's block
+        256
+    """
+
+    def visit(node: Stmt, extents: dict[str, int]) -> int:
+        if isinstance(node, For) and isinstance(node.extent, IntImm):
+            tag = thread_tag(node)
+            if tag.startswith("threadIdx."):
+                extents = {**extents, tag: node.extent.value}
+        if isinstance(node, Block) and annotation(node, WARP_EXECUTION) is not None:
+            extents = {**extents, "threadIdx.x": warp_size}
+        product = 1
+        for value in extents.values():
+            product *= value
+        return max([product, *(visit(child, extents) for child in children(node))])
 
     return visit(stmt, {})
 

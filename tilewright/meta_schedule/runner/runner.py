@@ -19,13 +19,26 @@ class EvaluatorConfig:
     repeat at least ``min_repeat_ms`` long; ``enable_cpu_cache_flush`` (on by default)
     rotates inputs through copies larger than twice the last-level cache (the L2 on a GPU)
     so that no call finds its inputs in cache. A candidate whose checked call takes over
-    ``slow_candidate_secs`` is timed by one call only (0 turns this off)."""
+    ``slow_candidate_secs`` is timed by one call only (0 turns this off).
+
+    ``warmup_ms`` (beyond TVM; 0 by default) runs each candidate untimed for that long
+    first. A GPU under its power limit (the H200's 700 W) keeps its boost clock for about a
+    second of load, then settles at a clock that depends on the running kernel's power
+    draw: a kernel that does more per clock settles lower. Timed in their first
+    milliseconds, kernels rank by a clock they do not keep; with ``warmup_ms=1000`` each is
+    timed in its own steady state, as a long workload runs it.
+
+    Example::
+
+        runner = ms.runner.LocalRunner(evaluator_config=EvaluatorConfig(warmup_ms=1000))
+    """
 
     number: int = 3
     repeat: int = 1
     min_repeat_ms: int = 40
     enable_cpu_cache_flush: bool = True
     slow_candidate_secs: float = 0.25
+    warmup_ms: float = 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -217,6 +217,7 @@ def time_candidate(
         number=config.number,
         repeat=config.repeat,
         min_repeat_ms=config.min_repeat_ms,
+        warmup_ms=config.warmup_ms,
         measure=device_module.measure if device_module is not None else None,
     )
     return timer().results
