@@ -4,7 +4,9 @@ worker process and the next candidate measures fine."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,6 +141,29 @@ def test_rotating_argument_sets(built: dict[str, str]) -> None:
     finally:
         runner.close()
     _assert_measured(future.result(), repeat=2)
+
+
+def test_a_slow_check_of_a_fast_kernel_times_it_fully(
+    built: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check's own time (comparing large outputs on the host) does not make a fast
+    # kernel "slow": it is timed with every repeat, after its warm-up.
+    from tilewright.meta_schedule.runner import worker
+
+    check = worker.check_result
+
+    def slow_check(*args: object) -> str | None:
+        time.sleep(0.05)
+        return check(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(worker, "check_result", slow_check)
+    config_ = EvaluatorConfig(number=2, repeat=3, min_repeat_ms=5, slow_candidate_secs=0.02)
+    result = worker.measure(_input(built["candidate0"], built["reference"]), config_)
+    _assert_measured(result, repeat=3)
+    # A kernel slower than the limit itself is timed by one call.
+    slow = dataclasses.replace(config_, slow_candidate_secs=1e-9)
+    result = worker.measure(_input(built["candidate0"], built["reference"]), slow)
+    _assert_measured(result, repeat=1)
 
 
 def test_wrong_candidate_is_caught(built: dict[str, str], runner: LocalRunner) -> None:
