@@ -18,7 +18,7 @@ DOC = Path(__file__).parents[2] / "docs" / "tuning.md"
 def test_the_tuning_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     namespace: dict[str, object] = {}
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), namespace)
@@ -27,5 +27,6 @@ def test_the_tuning_guide_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert len({r.candidate_shash for r in records}) == 16  # type: ignore[attr-defined]
     assert len(records) > 16  # type: ignore[arg-type]  # leaders timed again
     assert (tmp_path / "tune_matmul" / "tuning_curve.csv").exists()
+    assert namespace["gpu_runner"].evaluator_config.warmup_ms == 700  # type: ignore[attr-defined]
     again = namespace["database"].get_all_tuning_records()  # type: ignore[attr-defined]
     assert len({r.candidate_shash for r in again}) == 8

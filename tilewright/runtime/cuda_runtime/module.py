@@ -40,6 +40,15 @@ _CTYPES: dict[str, type[ctypes._SimpleCData[Any]]] = {
 }
 
 
+# Floating-point dtypes without a ctypes type: (the integer view of their bits, its ctype).
+_BITS: dict[str, tuple[type[np.generic], type[ctypes._SimpleCData[Any]]]] = {
+    "float16": (np.uint16, ctypes.c_uint16),
+    "bfloat16": (np.uint16, ctypes.c_uint16),
+    "float8_e4m3fn": (np.uint8, ctypes.c_uint8),
+    "float8_e5m2": (np.uint8, ctypes.c_uint8),
+}
+
+
 class CUDAModule(DeviceModule):
     """Device code for CUDA: ``get_source()`` is the CUDA C, ``cubin`` its binary.
 
@@ -153,11 +162,12 @@ def current_stream(values: Sequence[object]) -> int:
 def _ctype(value: object, dtype: str | None, kernel: str) -> ctypes._SimpleCData:
     if dtype is None:
         return ctypes.c_void_p(_pointer(value, kernel))
-    if dtype in ("float16", "bfloat16"):
+    if dtype in _BITS:  # passed as its bit pattern, as the kernel's parameter holds it
         import ml_dtypes
 
-        kind = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
-        return ctypes.c_uint16(int(np.array(value, dtype=kind).view(np.uint16)))
+        kind = np.float16 if dtype == "float16" else getattr(ml_dtypes, dtype)
+        bits, storage = _BITS[dtype]
+        return storage(int(np.array(value, dtype=kind).view(bits)))
     if dtype not in _CTYPES:
         raise driver.CUDAError(f"kernel {kernel}: no CUDA argument type for dtype {dtype}")
     return _CTYPES[dtype](value)
