@@ -148,31 +148,6 @@ def thread_extents_fit(stmt: Stmt, warp_size: int) -> bool:
     return visit(stmt, {})
 
 
-def threads_per_block(stmt: Stmt, warp_size: int) -> int:
-    """The largest product of the constant extents of distinct threadIdx axes nested in one
-    another (a block annotated ``warp_execution`` runs ``threadIdx.x`` over the warp).
-
-    Example::
-
-        >>> threads_per_block(func.body, 32)   # threadIdx.y 8 around a warp's block
-        256
-    """
-
-    def visit(node: Stmt, extents: dict[str, int]) -> int:
-        if isinstance(node, For) and isinstance(node.extent, IntImm):
-            tag = thread_tag(node)
-            if tag.startswith("threadIdx."):
-                extents = {**extents, tag: node.extent.value}
-        if isinstance(node, Block) and annotation(node, WARP_EXECUTION) is not None:
-            extents = {**extents, "threadIdx.x": warp_size}
-        product = 1
-        for value in extents.values():
-            product *= value
-        return max([product, *(visit(child, extents) for child in children(node))])
-
-    return visit(stmt, {})
-
-
 def _as_int(value: object) -> int:
     if isinstance(value, IntImm):
         return value.value
@@ -184,12 +159,33 @@ def _as_int(value: object) -> int:
 def vthread_product(stmt: Stmt) -> int:
     """The largest product of the extents of distinct virtual-thread axes nested in one
     another (a symbolic extent counts as unlimited)."""
+    return _largest_product(stmt, "vthread", MAX_VTHREAD + 1)
+
+
+def threads_per_block(stmt: Stmt, warp_size: int) -> int:
+    """The largest product of the extents of distinct threadIdx axes nested in one another
+    (a block annotated ``warp_execution`` runs ``threadIdx.x`` over the warp; a symbolic
+    extent counts as 1: ``thread_extents_fit`` refuses it).
+
+    Example::
+
+        >>> threads_per_block(func.body, 32)   # threadIdx.y 8 around a warp's block
+        256
+    """
+    return _largest_product(stmt, "threadIdx.", 1, warp_size)
+
+
+def _largest_product(stmt: Stmt, prefix: str, symbolic: int, warp_size: int = 0) -> int:
+    """The largest product of the extents of distinct axes tagged ``prefix...`` nested in
+    one another; a symbolic extent counts as ``symbolic``; with ``warp_size``, a
+    ``warp_execution`` block binds ``threadIdx.x`` to it."""
 
     def visit(node: Stmt, extents: dict[str, int]) -> int:
-        if isinstance(node, For) and thread_tag(node).startswith("vthread"):
-            if not isinstance(node.extent, IntImm):
-                return MAX_VTHREAD + 1
-            extents = {**extents, thread_tag(node): node.extent.value}
+        if isinstance(node, For) and thread_tag(node).startswith(prefix):
+            extent = node.extent.value if isinstance(node.extent, IntImm) else symbolic
+            extents = {**extents, thread_tag(node): extent}
+        if warp_size and isinstance(node, Block) and annotation(node, WARP_EXECUTION) is not None:
+            extents = {**extents, "threadIdx.x": warp_size}
         product = 1
         for value in extents.values():
             product *= value

@@ -18,8 +18,9 @@ class EvaluatorConfig:
     """How a candidate is timed: ``number`` calls per repeat, ``repeat`` repeats, each
     repeat at least ``min_repeat_ms`` long; ``enable_cpu_cache_flush`` (on by default)
     rotates inputs through copies larger than twice the last-level cache (the L2 on a GPU)
-    so that no call finds its inputs in cache. A candidate whose checked call takes over
-    ``slow_candidate_secs`` is timed by one call only (0 turns this off).
+    so that no call finds its inputs in cache. A candidate whose kernel call (timed alone,
+    not with the check of its outputs) takes over ``slow_candidate_secs`` is timed by one
+    call only (0 turns this off).
 
     ``warmup_ms`` (beyond TVM; 0 by default) runs each candidate untimed for that long
     first. A GPU under its power limit (the H200's 700 W) keeps its boost clock for about a
