@@ -26,26 +26,14 @@ from tilewright.meta_schedule.analysis import (
     UNROLL_IMPLICIT,
     VECTORIZE,
 )
-from tilewright.meta_schedule.space_generator import ScheduleFn
 from tilewright.meta_schedule.testing.workloads import WORKLOADS
-from tilewright.meta_schedule.tune_context import TuneContext
 from tilewright.runtime import opencl_runtime
 from tilewright.schedule import Schedule
 from tilewright.script import tir as T
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "schedule"))
+from postproc_context import initialized, scale_n
 from schedule_checks import check_schedule
-
-
-def _initialized(post: P.Postproc, func: PrimFunc, target: str) -> P.Postproc:
-    """``post`` initialised from a tuning context of ``func`` for ``target``."""
-    ctx = TuneContext(
-        func,
-        target=target,
-        space_generator=ScheduleFn(lambda sch: None, sch_rules=[], postprocs=[], mutator_probs={}),
-    )
-    post._initialize_with_tune_context(ctx)
-    return post
 
 
 def _check_gpu_numbers(sch: Schedule, name: str, sizes: dict[str, int]) -> None:
@@ -351,7 +339,7 @@ def test_unbound_block_is_fused_split_and_bound(
     func = WORKLOADS["transpose"].func(**TRANSPOSE)
     sch = Schedule(func)
     sch.enter_postproc()
-    post = _initialized(
+    post = initialized(
         P.RewriteUnboundBlock(max_threadblocks=max_blocks), func, _with_threads(threads)
     )
     assert post.apply(sch)
@@ -367,7 +355,7 @@ def test_unbound_cross_thread_reduction_gets_only_blockidx() -> None:
     _, k1 = sch.split(k, [None, 4])
     sch.bind(k1, "threadIdx.x")
     sch.enter_postproc()
-    assert _initialized(P.RewriteUnboundBlock(), func, "opencl").apply(sch)
+    assert initialized(P.RewriteUnboundBlock(), func, "opencl").apply(sch)
     # A reduction across threads keeps its init: the cross-thread lowering needs it.
     assert P.RewriteReductionBlock().apply(sch)
 
@@ -402,7 +390,7 @@ def total(A: T.Buffer((6,), "float32"), B: T.Buffer((1,), "float32")):
 def test_unbound_block_without_a_spatial_loop_gets_a_unit_loop() -> None:
     sch = Schedule(total)
     sch.enter_postproc()
-    assert _initialized(P.RewriteUnboundBlock(), total, "opencl").apply(sch)
+    assert initialized(P.RewriteUnboundBlock(), total, "opencl").apply(sch)
 
     @T.prim_func
     def expected(A: T.Buffer((6,), "float32"), B: T.Buffer((1,), "float32")):
@@ -428,13 +416,13 @@ def test_bound_and_tiled_blocks_are_left_alone() -> None:
     i0, _ = sch.get_loops("T_transpose")
     sch.bind(i0, "blockIdx.x")  # a kernel of one thread per block
     before = sch.mod
-    assert _initialized(P.RewriteUnboundBlock(), func, "opencl").apply(sch)
+    assert initialized(P.RewriteUnboundBlock(), func, "opencl").apply(sch)
     assert sch.mod is before
 
     sch = Schedule(func)
     sch.annotate("T_transpose", TILING_STRUCTURE, "SSSRRSRS")
     before = sch.mod
-    assert _initialized(P.RewriteUnboundBlock(), func, "opencl").apply(sch)
+    assert initialized(P.RewriteUnboundBlock(), func, "opencl").apply(sch)
     assert sch.mod is before
 
 
@@ -624,16 +612,6 @@ def test_gpu_kernel_gets_only_the_unroll_pragma() -> None:
 
 
 # ---- DisallowDynamicLoop ------------------------------------------------------------------------
-@T.prim_func
-def scale_n(a: T.handle, b: T.handle, n: T.int32):
-    A = T.match_buffer(a, (n,))
-    B = T.match_buffer(b, (n,))
-    for i in range(n):
-        with T.block("B"):
-            vi = T.axis.spatial(n, i)
-            B[vi] = A[vi] * T.float32(2)
-
-
 def test_dynamic_loops_are_rejected() -> None:
     assert not P.DisallowDynamicLoop().apply(Schedule(scale_n))
     assert P.DisallowDynamicLoop().apply(Schedule(total))
@@ -650,7 +628,7 @@ def _gpu_pipeline(sch: Schedule, func: PrimFunc, target: str = "opencl") -> bool
         P.RewriteReductionBlock(),
         P.VerifyGPUCode(),
     ]
-    return all(_initialized(post, func, target).apply(sch) for post in posts)
+    return all(initialized(post, func, target).apply(sch) for post in posts)
 
 
 def test_a_tiled_matmul_passes_every_gpu_postprocessor() -> None:
@@ -673,124 +651,6 @@ def test_a_postprocessed_matmul_runs_on_opencl() -> None:
     arrays = [tw.nd.array(a, tw.opencl(0)) for a in args]
     tw.build(sch.mod, target="opencl")["main"](*arrays)
     np.testing.assert_allclose(arrays[-1].numpy(), w.reference(*args)[-1], rtol=1e-5, atol=1e-5)
-
-
-def _verify(sch: Schedule, func: PrimFunc, target: str = "opencl") -> bool:
-    return _initialized(P.VerifyGPUCode(), func, target).apply(sch)
-
-
-def _elementwise(
-    threads: int, tag: str = "threadIdx.x", n: int = 1024
-) -> tuple[Schedule, PrimFunc]:
-    func = WORKLOADS["vector_add"].func(n=n)
-    sch = Schedule(func)
-    (i,) = sch.get_loops("T_add")
-    i0, i1 = sch.split(i, [None, threads])
-    sch.bind(i0, "blockIdx.x")
-    sch.bind(i1, tag)
-    return sch, func
-
-
-def test_verify_accepts_a_kernel_within_the_limits() -> None:
-    sch, func = _elementwise(256)
-    assert _verify(sch, func)
-
-
-def test_verify_rejects_too_many_threads_per_block() -> None:
-    sch, func = _elementwise(512)  # OpenCL's default limit is 256
-    assert not _verify(sch, func)
-    assert _verify(sch, func, "cuda")  # 1024 on CUDA
-
-
-def test_verify_rejects_too_many_threads_as_soon_as_they_are_bound() -> None:
-    # The early check (after each bind) counts threads per block, so that a candidate with
-    # too many is dropped before the rest of its replay and its lowering.
-    for threads, target, ok in ((512, "opencl", False), (256, "opencl", True), (512, "cuda", True)):
-        sch, func = _elementwise(threads)
-        post = _initialized(P.VerifyGPUCode(), func, target)
-        bind = [inst for inst in sch.trace.insts if inst.kind == "bind"][-1]
-        assert post.early_check(bind, sch) is ok, (threads, target)
-        assert post.reason == ("" if ok else "threads per block")
-
-
-def test_threads_per_block_counts_a_warp_execution_block() -> None:
-    from tilewright.meta_schedule.postproc.verify_gpu_code import threads_per_block
-
-    sch, _ = _elementwise(8, tag="threadIdx.y")
-    assert threads_per_block(sch.mod["main"].body, 32) == 8
-    sch.annotate("T_add", "warp_execution", 1)  # the block runs threadIdx.x over a warp
-    assert threads_per_block(sch.mod["main"].body, 32) == 256
-
-
-def test_verify_rejects_too_much_shared_memory() -> None:
-    # Each thread block (one column j) caches the whole of A: 128 x 128 float32 = 64 KB.
-    func = WORKLOADS["matmul"].func(m=128, n=2, k=128)
-    sch = Schedule(func)
-    i, j, _ = sch.get_loops("C")
-    sch.reorder(j, i)
-    sch.bind(j, "blockIdx.x")
-    sch.bind(i, "threadIdx.x")
-    cache = sch.cache_read("C", 0, "shared")
-    sch.compute_at(cache, j)
-    fetch = sch.fuse(*sch.get_loops(cache)[1:])
-    sch.bind(sch.split(fetch, [None, 128])[1], "threadIdx.x")
-    assert not _verify(sch, func)  # OpenCL allows 32 KB
-    assert _verify(sch, func, "cuda")  # 227 KB on CUDA
-
-
-def test_verify_rejects_more_than_eight_virtual_threads() -> None:
-    func = WORKLOADS["vector_add"].func(n=1024)
-    sch = Schedule(func)
-    (i,) = sch.get_loops("T_add")
-    bx, vt, tx = sch.split(i, [None, 16, 32])
-    sch.bind(bx, "blockIdx.x")
-    sch.bind(vt, "vthread.x")
-    sch.bind(tx, "threadIdx.x")
-    assert not _verify(sch, func)
-
-
-def test_verify_rejects_vectors_wider_than_16_bytes() -> None:
-    for lanes, ok in ((4, True), (8, False)):
-        func = WORKLOADS["vector_add"].func(n=1024)
-        sch = Schedule(func)
-        (i,) = sch.get_loops("T_add")
-        bx, tx, vec = sch.split(i, [None, 32, lanes])
-        sch.bind(bx, "blockIdx.x")
-        sch.bind(tx, "threadIdx.x")
-        sch.vectorize(vec)
-        assert _verify(sch, func) is ok, lanes
-
-
-@pytest.mark.parametrize(("low", "high", "ok"), [(32, 64, True), (64, 128, False), (8, 16, False)])
-def test_verify_checks_the_thread_extent_range_of_a_block(low: int, high: int, ok: bool) -> None:
-    sch, func = _elementwise(32)
-    sch.annotate("T_add", THREAD_EXTENT_LOW, low)
-    sch.annotate("T_add", THREAD_EXTENT_HIGH, high)
-    assert _verify(sch, func) is ok
-
-
-def test_verify_rejects_what_gpu_lowering_refuses() -> None:
-    func = WORKLOADS["vector_add"].func(n=64)
-    assert not _verify(Schedule(func), func)  # no thread binding at all
-
-
-def test_verify_rejects_a_symbolic_thread_extent() -> None:
-    sch = Schedule(scale_n)
-    (i,) = sch.get_loops("B")
-    sch.bind(i, "threadIdx.x")
-    assert not _verify(sch, scale_n)
-
-
-def test_verify_lets_an_unexpected_error_through(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tilewright.meta_schedule.postproc import verify_gpu_code
-
-    def broken(*args: object, **kwargs: object) -> None:
-        raise TypeError("a bug in a lowering pass")
-
-    monkeypatch.setattr(verify_gpu_code, "lower_module", broken)
-    sch, func = _elementwise(256)
-    with pytest.raises(TypeError, match="a bug"):
-        _verify(sch, func)
 
 
 def test_postprocessor_replay_reproduces_the_module() -> None:
