@@ -8,7 +8,7 @@ rounds' ratios) and each in its own steady state (``cuda_events.sustained_median
 ``gpu_tensorcore.py``), and tuned against hand both ways. Prints the three, the ratios, the
 trials and the tuning wall time.
 
-The tuner's runner runs each candidate untimed for ``--warmup-ms`` first (1000 by default,
+The tuner's runner runs each candidate untimed for ``--warmup-ms`` first (700 by default,
 ``EvaluatorConfig.warmup_ms``): under the board's power limit the clock a kernel keeps
 depends on its own power draw, and candidates timed in their first milliseconds at the
 boost clock rank otherwise than they run for longer (the 128x128 tiles first, 5% ahead of
@@ -59,7 +59,7 @@ def main() -> int:
     parser.add_argument(
         "--warmup-ms",
         type=float,
-        default=1000,
+        default=700,
         help="each candidate run untimed this long first: timed at its steady-state clock",
     )
     args = parser.parse_args()
