@@ -14,7 +14,7 @@ depends on its own power draw, and candidates timed in their first milliseconds 
 boost clock rank otherwise than they run for longer (the 128x128 tiles first, 5% ahead of
 the 256x128 ones, where in their steady states the 256x128 tiles run 3-5% faster).
 
-    python benchmarks/gpu_tune_tensorcore.py [--trials 1000] [--seconds 300] [--hand NAME]
+    python benchmarks/gpu_tune_tensorcore.py [--trials 1000] [--seconds 230] [--hand NAME]
         [--work-dir DIR] [--warmup-ms MS]
 """
 
@@ -52,7 +52,7 @@ def _check(func, inputs) -> tuple[object, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trials", type=int, default=1000)
-    parser.add_argument("--seconds", type=float, default=float(os.environ.get("TUNE_SECONDS", 300)))
+    parser.add_argument("--seconds", type=float, default=float(os.environ.get("TUNE_SECONDS", 230)))
     parser.add_argument("--per-iter", type=int, default=64)
     parser.add_argument("--hand", default=HAND, choices=sorted(CONFIGS))
     parser.add_argument("--work-dir", help="the tuning work_dir (default: a new one)")
