@@ -182,6 +182,8 @@ def test_time_evaluator_warms_up_for_the_time_asked() -> None:
     timed = calls[-result.number :]
     assert timed[0] - start >= 0.03  # untimed calls for 30 ms first
     assert len(calls) > 1 + result.number  # the first call, the warm-up's, the timed ones
+    with pytest.raises(ValueError, match=r"warmup_ms must be >= 0, got 0, -1"):
+        time_evaluator(lambda: run, cpu(0), warmup_ms=-1)
 
 
 def test_lookup_and_source(rt):

@@ -82,6 +82,11 @@ def time_evaluator(
     """
     if number < 1 or repeat < 1:
         raise ValueError(f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}")
+    if warmup_ms < 0 or min_repeat_ms < 0:
+        raise ValueError(
+            f"time_evaluator: min_repeat_ms and warmup_ms must be >= 0, got {min_repeat_ms}, "
+            f"{warmup_ms}"
+        )
 
     def wall_clock(run: Callable[[], None], count: int) -> float:
         start = time.perf_counter()
