@@ -100,9 +100,33 @@ class Cta:
         self.waits: dict[tuple[str, int, int], int] = defaultdict(int)  # (bar, i, who) -> n
         self.arrivals: dict[tuple[str, int], int] = defaultdict(int)
         self.wgmmas_per_wait: list[int] = []
+        # TMA stores not yet read: the open group, then the committed groups, oldest first.
+        self.open_stores: list[tuple[Call, dict[str, int]]] = []
+        self.store_groups: list[list[tuple[Call, dict[str, int]]]] = []
 
     def storage(self, name: str, size: int) -> np.ndarray:
         return self.shared.setdefault(name, np.full(size, np.nan))
+
+    def commit_stores(self) -> None:
+        self.store_groups.append(self.open_stores)
+        self.open_stores = []
+
+    def wait_stores(self, pending: int) -> None:
+        """``bulk_wait_group_read(pending)``: the older groups' stores read now."""
+        assert not self.open_stores, "a TMA store waited on before its group is committed"
+        while len(self.store_groups) > pending:
+            for call, env in self.store_groups.pop(0):
+                _tma_store(self, call, env)
+
+    def unread(self, name: str) -> set[int]:
+        """Elements of staging buffer ``name`` that a TMA store still has to read."""
+        stores = [s for group in self.store_groups for s in group] + self.open_stores
+        return {
+            index
+            for call, env in stores
+            if _store_source(call)[0] == name
+            for index in _store_elements(call, env)
+        }
 
 
 def _barrier(address: Call, env: dict[str, int]) -> tuple[str, int]:
@@ -166,6 +190,8 @@ def _evaluate(cta: Cta, call: Call, env: dict[str, int], who: int, acc: np.ndarr
         assert acc is not None
         run_wgmmas([call], cta.shared, acc, env)
         cta.wgmmas_per_wait[-1] += 1
+    elif hopper.BULK_WAIT_GROUP_READ.matches(call):
+        cta.wait_stores(ev(call.args[0], env))
 
 
 def _contains(node: object, found) -> bool:
@@ -244,7 +270,9 @@ def _stmatrix(cta: Cta, call: Call, envs: list[dict[str, int]], registers) -> No
     assert len(envs) % 32 == 0, "stmatrix is warp-collective: whole warps run it"
     regs = registers[source.args[0].buffer.name]
     data, address = pointer.args[:2]  # tvm_access_ptr(region_data(S[0], S[last]), offset, ...)
-    storage = cta.storage(data.args[0].buffer.name, 1 << 17)
+    name = data.args[0].buffer.name
+    storage = cta.storage(name, 1 << 17)
+    unread = cta.unread(name)
     for first in range(0, len(envs), 32):
         warp = envs[first : first + 32]
         offers = [regs[e["_t"], ev(offset, e) : ev(offset, e) + 2 * count] for e in warp]
@@ -252,20 +280,35 @@ def _stmatrix(cta: Cta, call: Call, envs: list[dict[str, int]], registers) -> No
             q, r = divmod(lane, 8)
             row = [offers[4 * r + c][2 * q + i] for c in range(4) for i in (0, 1)]
             start = ev(address, env)
+            raced = unread.intersection(range(start, start + 8))
+            assert not raced, (
+                f"stmatrix writes {name}[{min(raced)}] before a TMA store of it has read it "
+                "(no bulk_wait_group_read lets that store's group go first)"
+            )
             storage[start : start + 8] = row
+
+
+def _store_source(call: Call) -> tuple[str, object]:
+    """A TMA store's staging buffer name and its first element's index expression."""
+    (load,) = call.args[1].args
+    return load.buffer.name, load.indices[0]
+
+
+def _store_elements(call: Call, env: dict[str, int]) -> list[int]:
+    """The staging elements a TMA store reads, in the box's row-major order."""
+    _, *box, swizzle = call.args[0].args
+    start = ev(_store_source(call)[1], env)
+    return [a // 2 for a in tma_bytes(tuple(b.value for b in box), 2, swizzle.value, start * 2)]
 
 
 def _tma_store(cta: Cta, call: Call, env: dict[str, int]) -> None:
     """A TMA store: the staging box (swizzled as TMA reads it) into C, clipped at C's edges;
     each element of C is stored once."""
-    tmap, source, *coords = call.args
-    _, *box, swizzle = tmap.args
+    _, *box, _ = call.args[0].args
     rows, cols = (b.value for b in box)
-    (load,) = source.args
-    start = ev(load.indices[0], env)
-    storage = cta.storage(load.buffer.name, 1 << 17)
-    addresses = tma_bytes((rows, cols), 2, swizzle.value, start * 2)
-    values = np.array([storage[a // 2] for a in addresses]).reshape(rows, cols)
+    coords = call.args[2:]
+    storage = cta.storage(_store_source(call)[0], 1 << 17)
+    values = np.array([storage[i] for i in _store_elements(call, env)]).reshape(rows, cols)
     col0, row0 = (ev(x, env) for x in coords)
     inside = cta.c[row0 : row0 + rows, col0 : col0 + cols]
     assert np.isnan(inside).all(), f"C[{row0}:, {col0}:] stored twice"
@@ -310,8 +353,13 @@ def _lockstep(cta: Cta, node, envs: list[dict[str, int]], registers: dict) -> No
         if hopper.STMATRIX.matches(node.value):
             _stmatrix(cta, node.value, envs, registers)
         elif hopper.TMA_STORE.matches(node.value):
-            for e in envs:
-                _tma_store(cta, node.value, e)
+            cta.open_stores += [(node.value, e) for e in envs]
+        elif hopper.BULK_COMMIT_GROUP.matches(node.value):
+            assert len(envs) == 1, "one thread issues and commits the TMA stores"
+            cta.commit_stores()
+        elif hopper.BULK_WAIT_GROUP_READ.matches(node.value):
+            assert len(envs) == 1, "one thread issues and waits for the TMA stores"
+            cta.wait_stores(ev(node.value.args[0], envs[0]))
     elif isinstance(node, BlockRealize):
         _lockstep(cta, node.block, envs, registers)
     elif isinstance(node, Block | DeclBuffer | AttrStmt):
@@ -361,6 +409,9 @@ def run_cta(func, bx: int, tensors: dict[str, np.ndarray], c: np.ndarray, regs: 
     for wg in (1, 2):
         acc = np.full((128, regs), np.nan)
         _run(cta, func.body, {"bx": bx, "threadIdx_x": 128 * wg}, wg, acc)
+        assert not cta.store_groups and not cta.open_stores, (
+            f"consumer {wg} ends with TMA stores that may still read their staging tiles"
+        )
     for key, count in cta.arrivals.items():
         uses = cta.waits[(*key, 0)]  # the producer waited once per use of the stage
         assert count == 2 * uses, f"{key}: {count} arrivals for {uses} uses"

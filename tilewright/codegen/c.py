@@ -14,7 +14,6 @@ import dataclasses
 from collections.abc import Callable
 from typing import ClassVar
 
-import ml_dtypes
 import numpy as np
 
 from tilewright.codegen import c_builtins, c_float8
@@ -22,6 +21,7 @@ from tilewright.codegen.c_like import C_KEYWORDS, CLikePrinter, CodegenError, Em
 from tilewright.codegen.c_vector import VectorWriter
 from tilewright.codegen.signature import FuncSignature, func_signature, symbolic_vars
 from tilewright.ir import DataType, IntImm, IRModule, PrimFunc, Var, op
+from tilewright.ir.dtype import numpy_scalar_type
 from tilewright.ir.expr import StringImm
 from tilewright.ir.intrinsics import Intrinsic
 from tilewright.ir.stmt import (
@@ -334,10 +334,10 @@ class CPrinter(CLikePrinter):
     def const_element(self, value: int | float, dtype: DataType) -> str:
         """One element of a constant array as a C constant of its storage type."""
         if dtype.is_float8:  # the bits of the 8-bit value
-            narrow = np.array(value).astype(getattr(ml_dtypes, str(dtype.element)))
+            narrow = np.array(value).astype(numpy_scalar_type(dtype))
             return f"0x{int(narrow.view(np.uint8)):02x}u"
         if self._half(dtype) is not None:  # the bits of the half-precision value
-            half = np.float16 if dtype.code == "float" else ml_dtypes.bfloat16
+            half = numpy_scalar_type(dtype.element)
             return f"0x{int(np.array(value, half).view(np.uint16)):04x}u"
         return self.expr_text(op.const(value, dtype))
 

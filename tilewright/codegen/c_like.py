@@ -12,7 +12,6 @@ import math
 from collections.abc import Callable
 from typing import ClassVar
 
-import ml_dtypes
 import numpy as np
 
 from tilewright.codegen.lanes import lane_of
@@ -57,7 +56,7 @@ from tilewright.ir import (
     op,
     post_order_visit,
 )
-from tilewright.ir.dtype import int32
+from tilewright.ir.dtype import int32, numpy_scalar_type
 from tilewright.ir.intrinsics import Intrinsic
 from tilewright.ir.stmt import (
     AllocateConst,
@@ -331,10 +330,10 @@ class CLikePrinter:
         if math.isinf(value):
             return Expr("INFINITY" if value > 0 else "-INFINITY", PREC_ATOM if value > 0 else 15)
         if dt.bits == 16:  # the constant as the half type holds it
-            half = np.float16 if dt.code == "float" else ml_dtypes.bfloat16
+            half = numpy_scalar_type(dt.element)
             value = float(np.array(value).astype(half))
         elif dt.is_float8:
-            value = float(np.array(value).astype(getattr(ml_dtypes, str(dt.element))))
+            value = float(np.array(value).astype(numpy_scalar_type(dt)))
         text = str(np.float32(value)) if single else repr(float(value))
         if "e" not in text and "." not in text:
             text += ".0"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 _CODES = ("int", "uint", "float", "bfloat", "bool", "handle", "void")
 # The 8-bit float formats, each its own type code (TVM's and ml_dtypes' names): e<exponent
@@ -146,3 +147,24 @@ float32 = DataType("float", 32)
 bool_ = DataType("bool", 1)
 handle = DataType("handle", 64)
 void = DataType("void", 0)
+
+
+def numpy_scalar_type(name: str | DataType) -> Any:
+    """The numpy scalar type of a dtype, ``bfloat16`` and the 8-bit floats from ml_dtypes.
+
+    ml_dtypes is imported here, on first need, not with tilewright: its import costs more
+    than half a second, paid again by every builder and runner process.
+
+    Example::
+
+        >>> numpy_scalar_type("bfloat16")
+        <class 'ml_dtypes.bfloat16'>
+    """
+    import numpy as np
+
+    element = str(DataType.parse(name).element)
+    if element == "bfloat16" or element in FLOAT8_CODES:
+        import ml_dtypes
+
+        return getattr(ml_dtypes, element)
+    return np.dtype(element).type

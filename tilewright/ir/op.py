@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from tilewright.ir.dtype import DataType, bool_, dtype, float32, int32
+from tilewright.ir.dtype import DataType, bool_, dtype, float32, int32, numpy_scalar_type
 from tilewright.ir.expr import (
     EQ,
     GE,
@@ -249,7 +249,7 @@ def _limit(dtype: DataType | str, smallest: bool) -> PrimExpr:
         if dt.is_float8:
             import ml_dtypes
 
-            largest = float(ml_dtypes.finfo(getattr(ml_dtypes, str(dt.element))).max)
+            largest = float(ml_dtypes.finfo(numpy_scalar_type(dt)).max)
         elif dt.code == "bfloat":
             largest = 3.3895313892515355e38  # (2 - 2**-7) * 2**127
         else:

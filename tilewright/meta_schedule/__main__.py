@@ -1,6 +1,7 @@
 """The tuner's command line.
 
     python -m tilewright.meta_schedule tune FILE.py --target cuda --trials 1000 --work-dir DIR
+        [--seconds 300]
     python -m tilewright.meta_schedule show DIR
 
 ``tune`` loads ``FILE.py`` (a Python file defining an ``IRModule`` or a ``T.prim_func``;
@@ -49,6 +50,7 @@ def _tune(args: argparse.Namespace) -> None:
         strategy=args.strategy,
         cost_model=args.cost_model,
         seed=args.seed,
+        max_seconds=args.seconds,
     )
     _show(argparse.Namespace(work_dir=args.work_dir, trace=False))
 
@@ -107,6 +109,12 @@ def main(argv: list[str] | None = None) -> None:
     tune.add_argument("--strategy", default="evolutionary")
     tune.add_argument("--cost-model", default="xgb")
     tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="a wall-time budget: no work starts that cannot finish inside it",
+    )
     show = sub.add_parser("show", help="print a work_dir's best schedules")
     show.add_argument("work_dir")
     show.add_argument("--trace", action="store_true", help="print the best trace too")

@@ -36,6 +36,7 @@ from tilewright.meta_schedule.runner.runner import ReferenceCheck, Runner
 from tilewright.meta_schedule.search_strategy.search_strategy import SearchStrategy
 from tilewright.meta_schedule.task_scheduler import GradientBased, RoundRobin, TaskScheduler
 from tilewright.meta_schedule.task_scheduler.task_scheduler import TaskRecord
+from tilewright.meta_schedule.task_scheduler.time_budget import TimeBudget
 from tilewright.meta_schedule.tune_context import TuneContext
 from tilewright.meta_schedule.tune_log import TaskStat, TuneLog
 from tilewright.schedule import Schedule
@@ -149,13 +150,15 @@ def tune_tasks(
     check_results: bool = True,
     seed: int = 0,
     progress: bool = True,
-    max_seconds: float | None = None,
+    max_seconds: float | TimeBudget | None = None,
 ) -> Database:
     """Tune several tasks into one database (TVM's ``ms.tune_tasks``); see ``tune_tir``."""
     from tilewright.meta_schedule.builder import LocalBuilder
     from tilewright.meta_schedule.runner import LocalRunner
     from tilewright.meta_schedule.runner.reference import reference_path
 
+    # The clock starts here: the references and the pools' start count.
+    budget = max_seconds if isinstance(max_seconds, TimeBudget) else TimeBudget(max_seconds)
     if max_trials_global <= 0 or num_trials_per_iter <= 0:
         raise ValueError("tune: max_trials_global and num_trials_per_iter must be positive")
     weights = task_weights or [1.0] * len(tasks)
@@ -230,7 +233,7 @@ def tune_tasks(
             database=db,
             cost_model=model,
             log=log,
-            max_seconds=max_seconds,
+            max_seconds=budget,
         )
     finally:
         log.close()
@@ -259,7 +262,7 @@ def tune_tir(
     num_tuning_cores: int | str = "physical",
     check_results: bool = True,
     progress: bool = True,
-    max_seconds: float | None = None,
+    max_seconds: float | TimeBudget | None = None,
 ) -> Any:
     """Tune a TIR module (see the module docstring for both forms).
 
@@ -273,7 +276,10 @@ def tune_tir(
         space: ``"post-order-apply"``, a ``SpaceGenerator`` or a function ``fn(sch)``.
         strategy: ``"evolutionary"``, ``"replay-trace"``, ``"replay-func"`` or a strategy.
         check_results: compare each candidate with the unscheduled module before timing.
-        max_seconds: a wall-time budget: no new round starts after it (beyond TVM).
+        max_seconds: a wall-time budget for the whole call (beyond TVM): a round takes only
+            the candidates its estimated cost lets finish in time, runs stop at the deadline,
+            and ``work_dir/logs/tune.log`` says how the session ended against it. A
+            ``TimeBudget`` (its own clock) may stand in for the seconds.
 
     Returns:
         The database, or with ``config`` the best schedule (None when no candidate ran).

@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
+from tilewright.ir.dtype import FLOAT8_CODES, numpy_scalar_type
 from tilewright.runtime.device import Device, cpu, device
-
-_NP_DTYPES = {"bfloat16": np.dtype(ml_dtypes.bfloat16), "bool": np.dtype(np.bool_)}
 
 
 def numpy_dtype(dtype: str | np.dtype) -> np.dtype:
@@ -23,8 +21,10 @@ def numpy_dtype(dtype: str | np.dtype) -> np.dtype:
     """
     if isinstance(dtype, np.dtype):
         return dtype
-    if dtype in _NP_DTYPES:
-        return _NP_DTYPES[dtype]
+    if dtype == "bool":
+        return np.dtype(np.bool_)
+    if dtype == "bfloat16" or dtype in FLOAT8_CODES:
+        return np.dtype(numpy_scalar_type(dtype))
     try:
         return np.dtype(dtype)
     except TypeError:

@@ -202,9 +202,6 @@ def tile_hopper_gemm(
     width = 2 if n % 2 == 0 else 1  # elements a store writes (pairs stay inside C's rows)
     tma_store = epilogue == "tma"
     chunks = block_n // CHUNK
-    # A staging buffer is reused two chunks later: its store must have read it by then. With
-    # an odd number of chunks a tile's last chunk and the next tile's first share one.
-    pending = 1 if chunks % 2 == 0 else 0
     box_c = min(HALF, m)  # a box no larger than C
 
     @T.prim_func
@@ -322,41 +319,49 @@ def tile_hopper_gemm(
                                         )
                     if tma_store:
                         # Epilogue through shared memory, 64 columns at a time: cast to C's
-                        # type, stmatrix into a free staging tile (its store of two chunks
-                        # ago has read it), then one thread stores it with TMA, which clips
-                        # the box at C's edges and runs on while the next tile computes.
+                        # type, stmatrix into a free staging tile, then one thread stores it
+                        # with TMA, which clips the box at C's edges and runs on while the
+                        # next tile computes. Only chunks that start inside C run (the test
+                        # is the same for the whole warpgroup), so the stored chunks of a
+                        # tile are its first ones: a chunk's staging tile was last stored
+                        # from two chunks back in the same tile, which wait_group_read(1)
+                        # lets go. The previous tile's stores, long issued, must all have
+                        # read theirs before the first chunk (whatever chunk they ended on).
+                        row0 = T.meta_var(tm * BLOCK_M + (wg - 1) * HALF)
+                        if tid % 128 == 0:
+                            T.cuda.bulk_wait_group_read(0)
                         for c in T.unroll(chunks):
                             slot = T.meta_var(((wg - 1) * 2 + c % 2) * HALF)
-                            if activation == "relu":
-                                Tx.wg.relu(
-                                    acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
-                                    acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
-                                )
-                            if activation == "gelu":
-                                Tx.wg.gelu(
-                                    acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
-                                    acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
-                                )
-                            if tid % 128 == 0:
-                                T.cuda.bulk_wait_group_read(pending)
-                            T.cuda.named_barrier_sync(wg, 128)
-                            Tx.wg.cast(
-                                acc16[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
-                                acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
-                            )
-                            Tx.wg.copy(
-                                Cs[slot : slot + HALF, 0:CHUNK],
-                                acc16[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
-                            )
-                            T.cuda.fence_proxy_async()  # the writes, before TMA reads them
-                            T.cuda.named_barrier_sync(wg, 128)
-                            row0 = T.meta_var(tm * BLOCK_M + (wg - 1) * HALF)
                             col0 = T.meta_var(tn * block_n + c * CHUNK)
-                            if tid % 128 == 0 and row0 < m and col0 < n:
-                                Tx.thread.copy_async(
-                                    C[row0 : row0 + box_c, col0 : col0 + CHUNK],
-                                    Cs[slot : slot + box_c, 0:CHUNK],
+                            if row0 < m and col0 < n:
+                                if activation == "relu":
+                                    Tx.wg.relu(
+                                        acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
+                                        acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
+                                    )
+                                if activation == "gelu":
+                                    Tx.wg.gelu(
+                                        acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
+                                        acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
+                                    )
+                                if tid % 128 == 0:
+                                    T.cuda.bulk_wait_group_read(1)
+                                T.cuda.named_barrier_sync(wg, 128)
+                                Tx.wg.cast(
+                                    acc16[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
+                                    acc[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
                                 )
+                                Tx.wg.copy(
+                                    Cs[slot : slot + HALF, 0:CHUNK],
+                                    acc16[0:HALF, c * CHUNK : c * CHUNK + CHUNK],
+                                )
+                                T.cuda.fence_proxy_async()  # the writes, before TMA reads them
+                                T.cuda.named_barrier_sync(wg, 128)
+                                if tid % 128 == 0:
+                                    Tx.thread.copy_async(
+                                        C[row0 : row0 + box_c, col0 : col0 + CHUNK],
+                                        Cs[slot : slot + box_c, 0:CHUNK],
+                                    )
                     else:
                         # Epilogue from registers (the wgmma accumulator layout): thread t
                         # of the warpgroup holds rows 16 (t // 32) + t % 32 // 4 (+ 8) and

@@ -28,7 +28,9 @@ class LocalRunner(Runner):
         evaluator_config: how candidates are timed (``EvaluatorConfig()`` by default).
         max_restarts: after this many worker replacements in a row with no successful
             measurement between them, the rest of the batch is reported as not measured
-            (the device or the build is broken; measuring on would only waste time).
+            (the device or the build is broken; measuring on would only waste time). The
+            count runs on across calls (the tuner hands over a round a few candidates at a
+            time); once over the limit, a call tries its first input only.
 
     ``run`` measures every input before it returns (eagerly) and gives futures that are
     already done; the worker process stays alive between calls (``close()`` stops it).
@@ -52,6 +54,7 @@ class LocalRunner(Runner):
         self.timeout_sec = timeout_sec
         self.evaluator_config = evaluator_config or EvaluatorConfig()
         self.max_restarts = max_restarts
+        self._restarts = 0  # worker replacements since the last successful measurement
         self._pool = WorkerPool(1, what="runner")
 
     def run(self, runner_inputs: list[RunnerInput]) -> list[RunnerFuture]:
@@ -61,12 +64,13 @@ class LocalRunner(Runner):
     def measure_all(self, runner_inputs: list[RunnerInput]) -> list[RunnerResult]:
         """The results of ``run`` as a list."""
         results: list[RunnerResult] = []
-        restarts = 0
+        self._restarts = min(self._restarts, self.max_restarts)
         for index, runner_input in enumerate(runner_inputs):
-            if restarts > self.max_restarts:
+            if self._restarts > self.max_restarts:
                 message = (
-                    f"not measured: the runner process was replaced {restarts} times in a "
-                    f"row without a successful measurement (last error: {results[-1].error_msg})"
+                    f"not measured: the runner process was replaced {self._restarts} times in "
+                    "a row without a successful measurement (last error: "
+                    f"{results[-1].error_msg})"
                 )
                 results += [RunnerResult(error_msg=message)] * (len(runner_inputs) - index)
                 break
@@ -75,15 +79,15 @@ class LocalRunner(Runner):
             )
             if outcome.error is not None:  # the process died or timed out: already replaced
                 results.append(RunnerResult(error_msg=outcome.error))
-                restarts += 1
+                self._restarts += 1
                 continue
             result, poisoned = outcome.value
             results.append(result)
             if poisoned:
                 self._pool.restart()
-                restarts += 1
+                self._restarts += 1
             elif result.error_msg is None:
-                restarts = 0
+                self._restarts = 0
         return results
 
     def close(self) -> None:

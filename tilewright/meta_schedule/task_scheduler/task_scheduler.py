@@ -13,7 +13,6 @@ import math
 import os
 import shutil
 import tempfile
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -33,6 +32,7 @@ from tilewright.meta_schedule.search_strategy.search_strategy import (
     MeasureCandidate,
     SearchStrategy,
 )
+from tilewright.meta_schedule.task_scheduler.time_budget import TimeBudget
 from tilewright.meta_schedule.tune_log import TuneLog
 
 if TYPE_CHECKING:
@@ -68,6 +68,7 @@ class TaskScheduler:
         self.database: Database | None = None
         self.cost_model: CostModel | None = None
         self.log: TuneLog | None = None
+        self.budget = TimeBudget(None)
 
     def next_task_id(self) -> int:
         raise NotImplementedError(f"{type(self).__name__} does not implement next_task_id")
@@ -88,12 +89,16 @@ class TaskScheduler:
         database: Database | None,
         cost_model: CostModel | None,
         log: TuneLog,
-        max_seconds: float | None = None,
+        max_seconds: float | TimeBudget | None = None,
     ) -> None:
         """Tune ``tasks`` until ``max_trials_global`` trials are spent, all are done, or
-        (when given) ``max_seconds`` have passed: no round starts after that."""
-        start = time.perf_counter()
+        (when given) the ``max_seconds`` budget (seconds from now, or a ``TimeBudget``
+        started earlier) is spent: a round takes only the candidates that its estimated
+        cost lets finish inside it, the runs of a round stop at the deadline, and the log
+        says how the session ended against the budget."""
         self.tasks, self.database, self.cost_model, self.log = tasks, database, cost_model, log
+        budget = max_seconds if isinstance(max_seconds, TimeBudget) else TimeBudget(max_seconds)
+        self.budget = budget
         per_task = max_trials_per_task or max_trials_global
         for k, task in enumerate(tasks):
             spaces = task.context.generate_design_space()
@@ -103,37 +108,57 @@ class TaskScheduler:
             task.strategy.pre_tuning(per_task, num_trials_per_iter, spaces, database, cost_model)
         total = 0
         while total < max_trials_global:
-            if max_seconds is not None and time.perf_counter() - start > max_seconds:
-                log.info(f"time budget of {max_seconds:g} s spent: tuning stops")
+            limit = budget.fits(min(num_trials_per_iter, max_trials_global - total))
+            if limit == 0:
+                log.info(f"{budget.stopped}: tuning stops")
                 break
             task_id = self.next_task_id()
             if task_id < 0:
                 break
             task = tasks[task_id]
-            measured = self._round(task_id, measure_callbacks)
+            measured = self._round(task_id, measure_callbacks, limit)
             total += measured
             if measured == 0 or task.trials >= per_task:
                 task.done = True
                 log.tasks[task_id].done = True
         for task in tasks:
             task.strategy.post_tuning()
+        summary = budget.summary()
+        if summary is not None:
+            log.info(summary)
 
-    def _round(self, task_id: int, callbacks: list[MeasureCallback]) -> int:
+    def _round(self, task_id: int, callbacks: list[MeasureCallback], limit: int) -> int:
+        """One round of ``task_id``: at most ``limit`` candidates proposed, built and run
+        (fewer when the budget's deadline stops the runs); how many were measured."""
         task = self.tasks[task_id]
         assert self.log is not None
-        start = time.perf_counter()
-        candidates = task.strategy.generate_measure_candidates()
-        searched = time.perf_counter()
+        start = self.budget.now()
+        proposed = task.strategy.generate_measure_candidates()
+        searched = self.budget.now()
         report = getattr(task.strategy, "last_report", None)
         if report is not None:
             self.log.info(f"task {task.context.task_name}: search: {report}")
-        if not candidates:
+        if not proposed:
             return 0
-        builds, results, built = self._measure(task, [c.sch.mod for c in candidates])
-        ran = time.perf_counter()
+        candidates = proposed[:limit]
+        if len(candidates) < len(proposed):
+            self.log.info(
+                f"task {task.context.task_name}: {len(candidates)} of {len(proposed)} "
+                "candidates fit the time budget"
+            )
+        all_builds, results, build_secs = self._measure(task, [c.sch.mod for c in candidates])
+        ran = self.budget.now()
+        builds = all_builds[: len(results)]
+        if len(results) < len(candidates):
+            self.log.info(
+                f"task {task.context.task_name}: the time budget's deadline stopped the runs "
+                f"after {len(results)} of {len(candidates)} candidates"
+            )
+            candidates = candidates[: len(results)]
         self.log.info(
             f"task {task.context.task_name}: search {searched - start:.1f} s, build "
-            f"{built - searched:.1f} s, run {ran - built:.1f} s for {len(candidates)} candidates"
+            f"{build_secs:.1f} s, run {ran - searched - build_secs:.1f} s for "
+            f"{len(candidates)} candidates"
         )
         times: list[float | None] = []
         for r in results:
@@ -146,35 +171,71 @@ class TaskScheduler:
         task.trials += len(candidates)
         task.best_secs = min([task.best_secs, *(t for t in times if t is not None)])
         try:
-            self.confirm_leaders(task_id, kept)
+            if not self.budget.expired():
+                self.confirm_leaders(task_id, kept)
         finally:
             remove_artifacts(kept.values())
+            # Artifacts of candidates the deadline left unrun (the callbacks saw none).
+            remove_artifacts(b.artifact_path for b in all_builds[len(results) :] if b.artifact_path)
         task.history.append(task.best_secs)
         self.log.batch(task_id, times, [r.error_msg for r in results if r.error_msg])
+        done = self.budget.now()
+        self.budget.record(len(candidates), (searched - start) + (done - ran), (ran - searched))
         return len(candidates)
+
+    # Candidates handed to the runner at a time: between two batches the deadline is checked.
+    run_batch = 4
 
     def _measure(
         self, task: TaskRecord, mods: list[IRModule]
     ) -> tuple[list[BuilderResult], list[RunnerResult], float]:
         """Build ``mods`` for the task's target and run what built (a failed build becomes
-        a failed run); also when the builds were done (``time.perf_counter``)."""
+        a failed run), a few at a time until the budget's deadline; the builds, the results
+        (one per module run, in order: fewer than the builds when the deadline came first)
+        and the seconds spent building.
+
+        Without a budget everything is built at once. With one, builds go in chunks of
+        twice the builder's workers and runs in batches of ``run_batch``, the deadline
+        checked before each."""
         target = task.context.target
         assert target is not None
-        builds = self._builder.build([BuilderInput(mod, target) for mod in mods])
-        built = time.perf_counter()
+        chunk = len(mods)
+        if self.budget.seconds is not None:
+            # A builder that says how many it builds at once (LocalBuilder) is kept busy.
+            workers = getattr(self._builder, "max_workers", self.run_batch)
+            chunk = max(self.run_batch, 2 * workers)
+        builds: list[BuilderResult] = []
+        results: list[RunnerResult] = []
+        build_secs = 0.0
+        for first in range(0, len(mods), chunk):
+            if self.budget.expired():
+                break
+            start = self.budget.now()
+            built = self._builder.build(
+                [BuilderInput(mod, target) for mod in mods[first : first + chunk]]
+            )
+            build_secs += self.budget.now() - start
+            builds += built
+            for at in range(0, len(built), self.run_batch):
+                if self.budget.expired():
+                    break
+                results += self._run(task, built[at : at + self.run_batch])
+        return builds, results, build_secs
+
+    def _run(self, task: TaskRecord, builds: list[BuilderResult]) -> list[RunnerResult]:
+        """Run what built of ``builds``, one result each (a failed build fails its run)."""
         inputs = [
             RunnerInput(b.artifact_path, task.device_type, task.args_info, task.check)
             for b in builds
             if b.artifact_path is not None
         ]
         futures = iter(self._runner.run(inputs)) if inputs else iter(())
-        results: list[RunnerResult] = []
-        for b in builds:
-            if b.artifact_path is None:
-                results.append(RunnerResult(error_msg=f"build failed: {b.error_msg}"))
-            else:
-                results.append(next(futures).result())
-        return builds, results, built
+        return [
+            next(futures).result()
+            if b.artifact_path is not None
+            else RunnerResult(error_msg=f"build failed: {b.error_msg}")
+            for b in builds
+        ]
 
     # Beyond TVM: after each round the task's fastest candidates are timed again, until
     # each holds ``confirm_times`` timings; the database ranks candidates by their median.

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from tilewright.artifact import TENSOR_MAP, Artifact, FuncSignature, Launch
+from tilewright.ir.dtype import numpy_scalar_type
 from tilewright.runtime.cuda_runtime import driver
 from tilewright.runtime.cuda_runtime.launch_cache import CUDARunner, LaunchCache, torch_stream
 from tilewright.runtime.cuda_runtime.memory import DeviceAllocation
@@ -163,9 +164,7 @@ def _ctype(value: object, dtype: str | None, kernel: str) -> ctypes._SimpleCData
     if dtype is None:
         return ctypes.c_void_p(_pointer(value, kernel))
     if dtype in _BITS:  # passed as its bit pattern, as the kernel's parameter holds it
-        import ml_dtypes
-
-        kind = np.float16 if dtype == "float16" else getattr(ml_dtypes, dtype)
+        kind = numpy_scalar_type(dtype)
         bits, storage = _BITS[dtype]
         return storage(int(np.array(value, dtype=kind).view(bits)))
     if dtype not in _CTYPES:
