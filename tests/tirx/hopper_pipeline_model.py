@@ -43,49 +43,56 @@ from tilewright.ir import expr as E
 from tilewright.ir import intrinsics_hopper as hopper
 from tilewright.ir.stmt import AttrStmt
 
+# Integer operations as Python source: an expression is translated once into one lambda
+# (the model evaluates the same index expressions for every thread and iteration).
 _BINARY = {
-    E.Add: lambda a, b: a + b,
-    E.Sub: lambda a, b: a - b,
-    E.Mul: lambda a, b: a * b,
-    E.FloorDiv: lambda a, b: a // b,
-    E.FloorMod: lambda a, b: a % b,
-    E.Min: min,
-    E.Max: max,
-    E.EQ: lambda a, b: int(a == b),
-    E.NE: lambda a, b: int(a != b),
-    E.LT: lambda a, b: int(a < b),
-    E.LE: lambda a, b: int(a <= b),
-    E.GT: lambda a, b: int(a > b),
-    E.GE: lambda a, b: int(a >= b),
-    E.And: lambda a, b: int(a and b),
-    E.Or: lambda a, b: int(a or b),
+    E.Add: "({} + {})",
+    E.Sub: "({} - {})",
+    E.Mul: "({} * {})",
+    E.FloorDiv: "({} // {})",
+    E.FloorMod: "({} % {})",
+    E.Min: "min({}, {})",
+    E.Max: "max({}, {})",
+    E.EQ: "int({} == {})",
+    E.NE: "int({} != {})",
+    E.LT: "int({} < {})",
+    E.LE: "int({} <= {})",
+    E.GT: "int({} > {})",
+    E.GE: "int({} >= {})",
+    E.And: "int(bool({}) and bool({}))",
+    E.Or: "int(bool({}) or bool({}))",
 }
+_BITWISE = {"bitwise_xor": "({} ^ {})", "bitwise_and": "({} & {})", "bitwise_or": "({} | {})"}
+_COMPILED: dict[int, tuple[object, object]] = {}  # id(expr) -> (expr, its lambda)
 
 
-_BITWISE = {
-    "bitwise_xor": lambda a, b: a ^ b,
-    "bitwise_and": lambda a, b: a & b,
-    "bitwise_or": lambda a, b: a | b,
-}
+def _source(expr: object) -> str:
+    if isinstance(expr, int):
+        return str(expr)
+    if isinstance(expr, IntImm):
+        return str(expr.value)
+    if isinstance(expr, Var):
+        return f"env[{expr.name!r}]"
+    if isinstance(expr, Call) and expr.op == "if_then_else":
+        cond, yes, no = (_source(x) for x in expr.args)
+        return f"({yes} if {cond} else {no})"
+    if isinstance(expr, Call) and expr.op in _BITWISE:
+        return _BITWISE[expr.op].format(*(_source(x) for x in expr.args))
+    if isinstance(expr, E.Not):
+        return f"int(not {_source(expr.a)})"
+    return _BINARY[type(expr)].format(_source(expr.a), _source(expr.b))  # type: ignore[attr-defined]
 
 
 def ev(expr: object, env: dict[str, int]) -> int:
     """An integer expression's value, variables by name."""
     if isinstance(expr, int):
         return expr
-    if isinstance(expr, IntImm):
-        return expr.value
-    if isinstance(expr, Var):
-        return env[expr.name]
-    if isinstance(expr, Call) and expr.op == "if_then_else":
-        cond, yes, no = expr.args
-        return ev(yes, env) if ev(cond, env) else ev(no, env)
-    if isinstance(expr, Call) and expr.op in _BITWISE:
-        a, b = (ev(x, env) for x in expr.args)
-        return _BITWISE[expr.op](a, b)
-    if isinstance(expr, E.Not):
-        return int(not ev(expr.a, env))
-    return _BINARY[type(expr)](ev(expr.a, env), ev(expr.b, env))  # type: ignore[attr-defined]
+    cached = _COMPILED.get(id(expr))
+    if cached is None or cached[0] is not expr:
+        # The expression is kept alive with its lambda, so that its id is not reused.
+        cached = (expr, eval(f"lambda env: {_source(expr)}"))
+        _COMPILED[id(expr)] = cached
+    return cached[1](env)  # type: ignore[operator]
 
 
 class Cta:
@@ -347,7 +354,9 @@ def _lockstep(cta: Cta, node, envs: list[dict[str, int]], registers: dict) -> No
                 assert np.isnan(cta.c[row, col]), f"C[{row}, {col}] stored twice"
                 cta.c[row, col] = value
             else:  # a register: an activation, the conversion to C's type
-                dst = registers.setdefault(node.buffer.name, np.full((128, 1024), np.nan))
+                if node.buffer.name not in registers:
+                    registers[node.buffer.name] = np.full((128, 1024), np.nan)
+                dst = registers[node.buffer.name]
                 dst[e["_t"], ev(node.indices[0], e)] = value
     elif isinstance(node, Evaluate) and isinstance(node.value, Call):
         if hopper.STMATRIX.matches(node.value):

@@ -39,8 +39,14 @@ warpgroup stores its 64 x block_n result 64 columns at a time through two stagin
 its own: ``Tx.wg.cast`` to C's type, ``Tx.wg.copy`` into the staging tile (``stmatrix``),
 ``T.cuda.fence_proxy_async``, a named barrier of the warpgroup, and one thread's TMA store
 (``Tx.thread.copy_async(C[...], Cs[...])``), which clips at C's edges and runs on while the
-next tile starts; before a staging tile is written again its store must have read it
-(``T.cuda.bulk_wait_group_read``). ``epilogue="direct"`` stores from the registers, guarded
+next tile starts. A chunk that starts past C's last column (or a warpgroup whose rows are all
+past C's last row) is skipped whole, so a tile's stored chunks are its first ones and each
+commits one bulk group: before chunk ``c`` writes its staging tile, ``bulk_wait_group_read(1)``
+lets the store of chunk ``c - 2`` (the tile's last use of it) go, and before a tile's first
+chunk ``bulk_wait_group_read(0)`` lets the previous tile's stores go, whichever chunk they
+ended on. (Counting groups per chunk while skipping the stores of chunks past C, as an
+earlier version did, let a staging tile be overwritten under its store when N % block_n
+left one chunk of four.) ``epilogue="direct"`` stores from the registers, guarded
 (any C, any n). With ``bias`` the kernel takes a fourth argument, ``Bias`` of n elements of
 C's type, added to each row of the float32 accumulator (columns past n skip it); an
 ``activation`` (ReLU, GELU) is applied after it: ``C = act(A @ Bt.T + Bias)``.

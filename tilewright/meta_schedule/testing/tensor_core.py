@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from typing import no_type_check
 
-from tilewright.ir import PrimFunc
+from tilewright.ir import IntImm, IterKind, PrimFunc
+from tilewright.meta_schedule.analysis import block_of
 from tilewright.meta_schedule.schedule_rule.multi_level_tiling_tensor_core import (
     fixed_tile_sizes,
     fragment_layout,
@@ -114,6 +115,16 @@ def schedule_mma(
     ``out_dtype`` must be the block's (checked). Returns ``sch``.
     """
     gemm_block = sch.get_block(block)
+    # The block's extents: spatial ones in order (i, j), then the reduction (k).
+    iters = sorted(block_of(sch, gemm_block).iter_vars, key=lambda iv: iv.kind is IterKind.REDUCE)
+    sizes = [iv.dom.extent.value if isinstance(iv.dom.extent, IntImm) else 0 for iv in iters]
+    tile = (16 * warps_m * frags_m, 16 * warps_n * frags_n, 16 * k_frags)
+    if len(sizes) == 3 and any(size % t for size, t in zip(sizes, tile)):
+        raise ValueError(
+            f"schedule_mma: block {block!r} is {' x '.join(map(str, sizes))}, not a multiple "
+            f"of the {' x '.join(map(str, tile))} block tile (16 x warps x fragments; the "
+            "schedule has no tails)"
+        )
     gemm = gemm_of(sch, gemm_block)
     if gemm is None or (gemm.in_dtype, gemm.out_dtype) != (in_dtype, out_dtype):
         raise ValueError(

@@ -138,17 +138,23 @@ def batch_matmul(b: int, m: int, n: int, k: int) -> PrimFunc:
     return main
 
 
-def conv2d_nhwc(n: int, h: int, w: int, ci: int, co: int) -> PrimFunc:
-    """A 3x3 convolution, stride 1, padding 1: data (n, h, w, ci), weight HWIO (3, 3, ci, co),
-    output (n, h, w, co); the border is zero-padded by the "pad_temp" block."""
+def conv2d_nhwc(n: int, h: int, w: int, ci: int, co: int, stride: int = 1) -> PrimFunc:
+    """A 3x3 convolution, padding 1: data (n, h, w, ci), weight HWIO (3, 3, ci, co), output
+    (n, (h - 1) // stride + 1, (w - 1) // stride + 1, co); the border is zero-padded by the
+    "pad_temp" block. With a stride, the last output row and column may use fewer input rows
+    than the stride (a tail)."""
     N, H, W, CI, CO = n, h, w, ci, co
+    OH, OW = (H - 1) // stride + 1, (W - 1) // stride + 1
+
+    def at(out, tap):  # the padded input row (column) an output row (column) and tap read
+        return out + tap if stride == 1 else out * stride + tap
 
     @T.prim_func
     @no_type_check
     def main(
         data: T.Buffer((N, H, W, CI), "float32"),
         weight: T.Buffer((3, 3, CI, CO), "float32"),
-        conv2d_nhwc: T.Buffer((N, H, W, CO), "float32"),
+        conv2d_nhwc: T.Buffer((N, OH, OW, CO), "float32"),
     ) -> None:
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         pad_temp = T.alloc_buffer((N, H + 2, W + 2, CI), "float32")
@@ -160,7 +166,7 @@ def conv2d_nhwc(n: int, h: int, w: int, ci: int, co: int) -> PrimFunc:
                     data[v0, v1 - 1, v2 - 1, v3],
                     T.float32(0),
                 )
-        for nn, yy, xx, ff, ry, rx, rc in T.grid(N, H, W, CO, 3, 3, CI):
+        for nn, yy, xx, ff, ry, rx, rc in T.grid(N, OH, OW, CO, 3, 3, CI):
             with T.block("conv2d_nhwc"):
                 vn, vy, vx, vf, vry, vrx, vrc = T.axis.remap(
                     "SSSSRRR", [nn, yy, xx, ff, ry, rx, rc]
@@ -169,7 +175,7 @@ def conv2d_nhwc(n: int, h: int, w: int, ci: int, co: int) -> PrimFunc:
                     conv2d_nhwc[vn, vy, vx, vf] = T.float32(0)
                 conv2d_nhwc[vn, vy, vx, vf] = (
                     conv2d_nhwc[vn, vy, vx, vf]
-                    + pad_temp[vn, vy + vry, vx + vrx, vrc] * weight[vry, vrx, vrc, vf]
+                    + pad_temp[vn, at(vy, vry), at(vx, vrx), vrc] * weight[vry, vrx, vrc, vf]
                 )
 
     return main

@@ -135,14 +135,22 @@ def _batch_matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> list[np.ndarra
     return [a, b, _f32(np.matmul(a.astype(np.float64), b))]
 
 
-def _conv2d_nhwc(data: np.ndarray, weight: np.ndarray, out: np.ndarray) -> list[np.ndarray]:
+def _conv2d_nhwc(
+    data: np.ndarray, weight: np.ndarray, out: np.ndarray, stride: int = 1
+) -> list[np.ndarray]:
     padded = np.pad(data.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
-    h, w = data.shape[1:3]
+    oh, ow = out.shape[1:3]
     result = np.zeros(out.shape)
     for dy in range(3):
         for dx in range(3):
-            result += padded[:, dy : dy + h, dx : dx + w, :] @ weight[dy, dx]
+            rows = padded[:, dy : dy + stride * (oh - 1) + 1 : stride]
+            result += rows[:, :, dx : dx + stride * (ow - 1) + 1 : stride, :] @ weight[dy, dx]
     return [data, weight, _f32(result)]
+
+
+def conv2d_nhwc_reference(stride: int) -> Callable[..., list[np.ndarray]]:
+    """The numpy reference of ``conv2d_nhwc(..., stride=stride)``."""
+    return lambda data, weight, out: _conv2d_nhwc(data, weight, out, stride)
 
 
 def _depthwise_conv2d(data: np.ndarray, kernel: np.ndarray, out: np.ndarray) -> list[np.ndarray]:
