@@ -16,6 +16,7 @@ there, on every core. Each sweep runs in a child process: a kernel that faults t
 only its process, is recorded as crashed, and the sweep goes on from the next problem.
 
     python benchmarks/gpu_shape_sweep.py [--only NAME ...] [--small] [--artifacts DIR]
+        [--parallel N]
     python benchmarks/gpu_shape_sweep.py --build DIR          # no GPU needed
 
 ``--small`` takes a few small problems a sweep (what compute-sanitizer runs). Writes
@@ -34,7 +35,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -270,6 +271,7 @@ def main() -> int:
     parser.add_argument("--build", type=Path, help="only build the artifacts into this folder")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a child process")
+    parser.add_argument("--parallel", type=int, default=4, help="sweeps checked at once")
     parser.add_argument("--worker", nargs=2, metavar=("ZIP", "NAME"), help=argparse.SUPPRESS)
     parser.add_argument("--cases", help=argparse.SUPPRESS)
     parser.add_argument("--results", type=Path, help=argparse.SUPPRESS)
@@ -285,19 +287,25 @@ def main() -> int:
     paths = {}
     for name in args.only:
         path = zip_path(directory, name)
-        if args.build or manifest(path) is None:
-            indices = [i for i, _ in select(SWEEPS[name], small=False)]
-            path = build(name, directory, indices, args.jobs)
+        needed = [i for i, _ in select(SWEEPS[name], small=args.small and not args.build)]
+        table = manifest(path)
+        if args.build or table is None or any(str(i) not in table["cases"] for i in needed):
+            path = build(name, directory, needed, args.jobs)
         paths[name] = path
     if args.build:
         return 0
     report: dict[str, Any] = {}
     rows = []
-    for name in args.only:
-        indices = [i for i, _ in select(SWEEPS[name], args.small)]
+
+    def one(name: str) -> tuple[list[dict], float]:
         start = time.perf_counter()
-        results = run_sweep(name, paths[name], indices, args.timeout)
-        took = time.perf_counter() - start
+        indices = [i for i, _ in select(SWEEPS[name], args.small)]
+        return run_sweep(name, paths[name], indices, args.timeout), time.perf_counter() - start
+
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        runs = dict(zip(args.only, pool.map(one, args.only)))
+    for name in args.only:
+        results, took = runs[name]
         failed = [r for r in results if not r["ok"]]
         report[name] = {"problems": len(results), "correct": len(results) - len(failed),
                         "failed": failed, "seconds": took}  # fmt: skip

@@ -7,6 +7,10 @@ schedule) in interleaved rounds. Prints ours, the peer, the ratio, the trials an
 time of tuning.
 
     python benchmarks/tune_cpu_matmul.py [--size 1024] [--trials 200] [--per-iter 32]
+        [--seconds 300]
+
+With ``--seconds`` the session has a wall-time budget (``max_seconds``): the line
+``tuning wall time`` then says how it ended against it.
 """
 
 import argparse
@@ -32,6 +36,7 @@ def main() -> None:
     parser.add_argument("--cost-model", default="xgb")
     parser.add_argument("--work-dir", default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seconds", type=float, default=None, help="a wall-time budget")
     args = parser.parse_args()
     n = args.size
     flops = 2.0 * n**3
@@ -49,6 +54,7 @@ def main() -> None:
         strategy=args.strategy,
         cost_model=args.cost_model,
         seed=args.seed,
+        max_seconds=args.seconds,
     )
     tuning = time.perf_counter() - start
     sch = ms.tir_integration.compile_tir(database, mod, target)
@@ -84,6 +90,7 @@ def main() -> None:
         f"trials {len(candidates)} ({len(valid)} valid; {len(records)} measurements with the "
         f"leaders timed again), tuning wall time {tuning:.0f} s "
         f"({len(candidates) / tuning * 60:.1f} trials/minute)"
+        + (f"; budget {args.seconds:g} s" if args.seconds else "")
     )
     if leaders:
         in_tuner = flops / leaders[0].median_secs / 1e9
