@@ -11,9 +11,10 @@ activation), to within one unit in the last place of the output type.
 
 Building ~4000 kernels takes minutes, so it is a phase of its own that can run on another
 machine: ``--build DIR`` writes each sweep's artifacts (one zip a sweep, stamped with a hash
-of the package's sources) and the run loads them; a stale or missing zip is built again
-there, on every core. Each sweep runs in a child process: a kernel that faults takes down
-only its process, is recorded as crashed, and the sweep goes on from the next problem.
+of the package's sources) and the run loads them; a missing zip is built there, on every
+core, and a stale one is named (``--rebuild`` builds it again). Each sweep runs in a child
+process: a kernel that faults takes down only its process, is recorded as crashed, and the
+sweep goes on from the next problem.
 
     python benchmarks/gpu_shape_sweep.py [--only NAME ...] [--small] [--artifacts DIR]
         [--parallel N]
@@ -26,7 +27,6 @@ only its process, is recorded as crashed, and the sweep goes on from the next pr
 from __future__ import annotations
 
 import argparse
-import ast
 import hashlib
 import json
 import os
@@ -53,23 +53,11 @@ SMALL_ELEMENTS = 400 * 400  # ... each with an output of at most this many eleme
 
 
 def source_stamp() -> str:
-    """A hash of the package's code (its modules' syntax trees without docstrings, so that
-    comments and docs do not count): artifacts built from other code are stale."""
+    """A hash of the package's Python sources, recorded with the artifacts built from them."""
     digest = hashlib.sha256()
     for path in sorted(PACKAGE.rglob("*.py")):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            body = getattr(node, "body", None)
-            if (
-                isinstance(body, list)
-                and body
-                and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)
-            ):
-                body[0] = ast.Pass()
         digest.update(str(path.relative_to(PACKAGE)).encode())
-        digest.update(ast.dump(tree).encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -147,12 +135,13 @@ def build(name: str, directory: Path, indices: list[int], jobs: int) -> Path:
 
 
 def manifest(path: Path) -> dict[str, Any] | None:
-    """A sweep zip's table of cases, or None when it is missing or from other sources."""
+    """A sweep zip's table of cases (None when it is missing). Artifacts built from other
+    sources than these are said to be so (``--rebuild`` builds them again)."""
     if not path.exists():
         return None
     with zipfile.ZipFile(path) as archive:
-        table = json.loads(archive.read("cases.json"))
-    return table if table["stamp"] == source_stamp() else None
+        table: dict[str, Any] = json.loads(archive.read("cases.json"))
+    return table
 
 
 # ---- the run (a child process a sweep; needs torch and a GPU) ----------------------------
@@ -269,6 +258,7 @@ def main() -> int:
     parser.add_argument("--small", action="store_true", help="a few small problems a sweep")
     parser.add_argument("--artifacts", type=Path, default=Path("build/sweep"))
     parser.add_argument("--build", type=Path, help="only build the artifacts into this folder")
+    parser.add_argument("--rebuild", action="store_true", help="build stale artifacts again")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a child process")
     parser.add_argument("--parallel", type=int, default=4, help="sweeps checked at once")
@@ -289,7 +279,12 @@ def main() -> int:
         path = zip_path(directory, name)
         needed = [i for i, _ in select(SWEEPS[name], small=args.small and not args.build)]
         table = manifest(path)
-        if args.build or table is None or any(str(i) not in table["cases"] for i in needed):
+        stale = table is not None and table["stamp"] != source_stamp()
+        if stale and not args.rebuild:
+            print(f"{name}: artifacts built from other sources ({table['stamp']}; these are "
+                  f"{source_stamp()}): run with --rebuild to build them again")  # fmt: skip
+        missing = table is None or any(str(i) not in table["cases"] for i in needed)
+        if args.build or missing or (stale and args.rebuild):
             path = build(name, directory, needed, args.jobs)
         paths[name] = path
     if args.build:

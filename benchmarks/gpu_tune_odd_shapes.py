@@ -65,7 +65,7 @@ def check(record: ms.database.TuningRecord, reference, rng: np.random.Generator)
     mod = record.as_schedule().mod
     rt_mod = tw.build(mod, target="cuda")
     func = mod["main"]
-    shapes = [tuple(int(d) for d in func.buffer_of(p).shape) for p in func.params]
+    shapes = [tuple(d.value for d in func.buffer_of(p).shape) for p in func.params]
     host = [rng.standard_normal(s).astype("float32") for s in shapes[:-1]]
     host.append(np.full(shapes[-1], np.nan, dtype="float32"))
     dev = tw.cuda(0)
