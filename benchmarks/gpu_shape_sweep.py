@@ -100,17 +100,29 @@ def zip_path(directory: Path, name: str) -> Path:
     return directory / (name.replace("/", "__") + ".zip")
 
 
-def build(name: str, directory: Path, indices: list[int], jobs: int) -> Path:
-    """Build the cases ``indices`` of sweep ``name`` into its zip under ``directory``."""
+def build(name: str, directory: Path, indices: list[int], jobs: int, keep: bool = False) -> Path:
+    """Build the cases ``indices`` of sweep ``name`` into its zip under ``directory``; with
+    ``keep`` the zip's other cases stay."""
     directory.mkdir(parents=True, exist_ok=True)
     path = zip_path(directory, name)
     entries: dict[str, Any] = {}
+    old: dict[str, bytes] = {}
+    stamp = source_stamp()
+    if keep and path.exists():
+        with zipfile.ZipFile(path) as archive:
+            table = json.loads(archive.read("cases.json"))
+            old = {n: archive.read(n) for n in archive.namelist() if n != "cases.json"}
+        entries = table["cases"]
+        if table["stamp"] != stamp:  # kept artifacts from other sources: say so
+            stamp = f"{table['stamp']}+{stamp}"
     start = time.perf_counter()
     with (
         ProcessPoolExecutor(max_workers=jobs) as pool,
         zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive,
     ):
-        stored: set[str] = set()
+        for entry, payload in old.items():
+            archive.writestr(entry, payload)
+        stored: set[str] = {n.removesuffix(".art") for n in old}
         for index, payload, message in pool.map(
             _build_one, [name] * len(indices), indices, chunksize=4
         ):
@@ -123,7 +135,7 @@ def build(name: str, directory: Path, indices: list[int], jobs: int) -> Path:
                 stored.add(key)
             entries[str(index)] = {"artifact": key}
         archive.writestr(
-            "cases.json", json.dumps({"stamp": source_stamp(), "sweep": name, "cases": entries})
+            "cases.json", json.dumps({"stamp": stamp, "sweep": name, "cases": entries})
         )
     took = time.perf_counter() - start
     print(
@@ -283,9 +295,11 @@ def main() -> int:
         if stale and not args.rebuild:
             print(f"{name}: artifacts built from other sources ({table['stamp']}; these are "
                   f"{source_stamp()}): run with --rebuild to build them again")  # fmt: skip
-        missing = table is None or any(str(i) not in table["cases"] for i in needed)
-        if args.build or missing or (stale and args.rebuild):
+        if args.build or table is None or (stale and args.rebuild):
             path = build(name, directory, needed, args.jobs)
+        elif any(str(i) not in table["cases"] for i in needed):
+            missing = [i for i in needed if str(i) not in table["cases"]]
+            path = build(name, directory, missing, args.jobs, keep=True)
         paths[name] = path
     if args.build:
         return 0

@@ -328,3 +328,20 @@ def test_evolutionary_cuda_candidates_match_numpy_on_the_gpu() -> None:
         np.testing.assert_allclose(
             args[-1].numpy(), expected[-1], rtol=1e-3, atol=1e-3, err_msg=str(c.sch.trace)
         )
+
+
+def test_a_search_ends_its_round_with_what_it_has_when_the_time_is_up() -> None:
+    """``time_is_up`` (the tuner's budget) is asked between batches: the evolutionary search
+    then skips the generations, the random search its remaining slots."""
+    full = _start(_evolutionary(), _matmul_context(21), 8, 8)
+    batch = full.generate_measure_candidates()
+    whole = full.last_report
+    hurried = _start(_evolutionary(), _matmul_context(21), 8, 8)
+    hurried.time_is_up = lambda: True
+    batch_hurried = hurried.generate_measure_candidates()
+    report = hurried.last_report
+    assert batch and batch_hurried  # the first sampling batch still counts
+    assert report.attempts < whole.attempts and report.phases["evolve"] < whole.phases["evolve"]
+    replay = _start(ReplayTrace(), _matmul_context(21), 8, 8)
+    replay.time_is_up = lambda: True
+    assert len(replay.generate_measure_candidates() or []) == 1

@@ -119,7 +119,9 @@ class EvolutionarySearch(ReplayTrace):
         report.phases["database"] = mark - start
         wanted = self.population_size - len(measured)
         least = min(self.init_min_unmeasured, wanted)
-        unmeasured = session.sample_population(wanted, least, self.max_fail_count, report)
+        unmeasured = session.sample_population(
+            wanted, least, self.max_fail_count, report, self.time_is_up
+        )
         report.phases["sample"] = time.perf_counter() - mark
         if len(unmeasured) < least:
             logger.warning(
@@ -192,7 +194,7 @@ class EvolutionarySearch(ReplayTrace):
                 shash = structural_hash(sch.mod)
                 if session.is_new(shash) and shash not in best:
                     best[shash] = (float(score), -next(order), sch)
-            if generation == self.genetic_num_iters - 1:
+            if generation == self.genetic_num_iters - 1 or self.time_is_up():
                 break
             population = self._next_generation(session, population, scores, report)
             if not population:
@@ -223,7 +225,7 @@ class EvolutionarySearch(ReplayTrace):
         children: list[Schedule] = []
         pending = self.population_size
         for _ in range(self.genetic_max_fail_count):
-            if pending == 0:
+            if pending == 0 or (children and self.time_is_up()):
                 break
             jobs: list[Job] = []
             for _ in range(pending):

@@ -95,7 +95,7 @@ class ReplayTrace(SearchStrategy):
         start = time.perf_counter()
         report = RoundReport()
         found = session.draw_new(
-            lambda r: self._draw(session, r), count, self.max_fail_count, report
+            lambda r: self._draw(session, r), count, self.max_fail_count, report, self.time_is_up
         )
         report.proposed = len(found)
         report.picked = ["random"] * len(found)

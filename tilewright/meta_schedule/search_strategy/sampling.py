@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("tilewright.meta_schedule.search_strategy")
 
 
+SAMPLE_PART = 32  # fresh samples replayed at a time: a search can stop between parts
+
+
 @dataclasses.dataclass
 class RoundReport:
     """What one call of ``generate_measure_candidates`` did.
@@ -203,16 +206,19 @@ class SearchSession:
         count: int,
         max_fail_count: int,
         report: RoundReport,
+        time_is_up: Callable[[], bool] = lambda: False,
     ) -> list[Schedule]:
         """Up to ``count`` new, mutually distinct schedules from ``draw(report)``, marked
         proposed.
 
         Each slot tries ``max_fail_count`` draws (a rejection or a duplicate is a failure);
         a slot that gives up ends the round: the space is exhausted, or nearly all of it is
-        rejected.
+        rejected. ``time_is_up()`` ends it too, once a schedule was found.
         """
         found: list[Schedule] = []
         for _ in range(count):
+            if found and time_is_up():
+                break
             for _ in range(max_fail_count):
                 sch = draw(report)
                 if self._take(sch, self.measured, report):
@@ -224,24 +230,36 @@ class SearchSession:
         return found
 
     def sample_population(
-        self, count: int, min_count: int, max_fail_count: int, report: RoundReport
+        self,
+        count: int,
+        min_count: int,
+        max_fail_count: int,
+        report: RoundReport,
+        time_is_up: Callable[[], bool] = lambda: False,
     ) -> list[Schedule]:
         """Fresh samples, new and mutually distinct (not marked proposed), in batches (TVM's
         ``SampleInitPopulation``): a first batch of ``count`` draws, then batches of the
         missing number while fewer than ``min_count`` were found; a batch that finds none is
-        a failure, and ``max_fail_count`` of them end the sampling."""
+        a failure, and ``max_fail_count`` of them end the sampling, as does ``time_is_up()``
+        after a batch."""
         found: list[Schedule] = []
         seen: set[int] = set()
         failures = 0
         while failures < max_fail_count and len(found) < count:
+            if found and time_is_up():
+                break
             before = len(found)
             jobs: list[Job] = [
                 ("fresh", self.random_trace(), self.seed()) for _ in range(count - len(found))
             ]
-            for sch in self.run_jobs(jobs, report):
-                if self._take(sch, seen, report):
-                    assert sch is not None
-                    found.append(sch)
+            # A batch goes to the replay pool in parts, the time asked between them.
+            for first in range(0, len(jobs), SAMPLE_PART):
+                if first and found and time_is_up():
+                    break
+                for sch in self.run_jobs(jobs[first : first + SAMPLE_PART], report):
+                    if self._take(sch, seen, report):
+                        assert sch is not None
+                        found.append(sch)
             failures += len(found) == before
             if len(found) >= min_count:
                 break

@@ -9,6 +9,7 @@ measurements; ``post_tuning`` ends the session.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tilewright.meta_schedule.arg_info import TensorInfo
@@ -29,8 +30,18 @@ class MeasureCandidate:
     args_info: tuple[TensorInfo, ...]
 
 
+def _never() -> bool:
+    return False
+
+
 class SearchStrategy:
-    """Proposes candidates; subclasses implement the four protocol methods."""
+    """Proposes candidates; subclasses implement the four protocol methods.
+
+    ``time_is_up`` (beyond TVM) is asked between the batches of a search: once it says so,
+    the search ends the round with what it has. The task scheduler sets it to its time
+    budget's ``expired``; it never says so by default."""
+
+    time_is_up: Callable[[], bool] = staticmethod(_never)
 
     def _initialize_with_tune_context(self, context: TuneContext) -> None:
         self.context = context

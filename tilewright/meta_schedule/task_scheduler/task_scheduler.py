@@ -101,6 +101,8 @@ class TaskScheduler:
         self.budget = budget
         per_task = max_trials_per_task or max_trials_global
         for k, task in enumerate(tasks):
+            # A search ends its round early, with what it has, once the budget is spent.
+            task.strategy.time_is_up = budget.expired
             spaces = task.context.generate_design_space()
             if not spaces:
                 raise ValueError(f"task {task.context.task_name!r}: the design space is empty")
