@@ -127,8 +127,8 @@ class KernelSweep:
                 for dim, c in zip(self.dims, counts)
             )
             shapes[many] = None
-        for shape in self.reported:
-            shapes[shape] = None
+        for reported in self.reported:
+            shapes[reported] = None
         return [
             Case(shape, tuple(sorted(self.settings[i % len(self.settings)].items())))
             for i, shape in enumerate(shapes)
