@@ -34,9 +34,11 @@ def _lowered(sweep: KernelSweep, case: Case) -> PrimFunc:
 
 
 def _sample(sweep: KernelSweep) -> list[Case]:
-    """Problems spread over the sweep, the sub-tile ones and a small grid included."""
+    """Problems spread over the sweep (the sub-tile ones and a small grid included), and
+    the problems users reported."""
     cases = sweep.cases()
-    return cases[:: max(1, len(cases) // SAMPLE)][:SAMPLE]
+    reported = [c for c in cases if c.shape in sweep.reported]
+    return cases[:: max(1, len(cases) // SAMPLE)][:SAMPLE] + reported
 
 
 def _stored_once(sweep: KernelSweep, case: Case) -> None:
