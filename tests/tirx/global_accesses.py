@@ -66,6 +66,11 @@ _CALLS = {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_x
 _BYTE_COPIES = ("tw.cuda.copy_bytes", "tw.cuda.cp_async")
 
 
+class WalkError(Exception):
+    """The kernel holds something the walk does not evaluate (it says what): the check
+    cannot vouch for that kernel."""
+
+
 @dataclass
 class Accesses:
     """What ``global_accesses`` found: descriptions of out-of-range accesses, and a count of
@@ -119,7 +124,7 @@ class _Walk:
             return _CALLS[expr.op](a, b)
         op = _OPS.get(type(expr))
         if op is None:
-            raise NotImplementedError(f"global_accesses: no value for {type(expr).__name__}")
+            raise WalkError(f"global_accesses: no value for {type(expr).__name__}")
         return op(self.value(expr.a, env), self.value(expr.b, env))  # type: ignore[attr-defined]
 
     # ---- accesses ---------------------------------------------------------------------
@@ -207,10 +212,10 @@ class _Walk:
         elif isinstance(node, For):
             axis = len(self.loops)
             if axis >= DEPTH:
-                raise NotImplementedError(f"global_accesses: loops nested over {DEPTH} deep")
+                raise WalkError(f"global_accesses: loops nested over {DEPTH} deep")
             start, extent = self.value(node.min, env), self.value(node.extent, env)
             if not isinstance(start, int) or not isinstance(extent, int):
-                raise NotImplementedError("global_accesses: a loop with a varying range")
+                raise WalkError("global_accesses: a loop with a varying range")
             shape = [1] * DEPTH
             shape[axis] = extent
             self.loops.append(node.loop_var.name)  # the axis of this depth (siblings share it)
@@ -251,7 +256,7 @@ class _Walk:
         elif hasattr(node, "body"):  # allocations
             self.stmt(node.body, env, mask)
         else:
-            raise NotImplementedError(f"global_accesses: no walk for {type(node).__name__}")
+            raise WalkError(f"global_accesses: no walk for {type(node).__name__}")
 
 
 def global_accesses(func: PrimFunc) -> Accesses:
