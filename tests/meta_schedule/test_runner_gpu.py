@@ -54,6 +54,10 @@ def _matmul() -> IRModule:
     return IRModule({"main": WORKLOADS["matmul"].func(m=N, n=N, k=N)})
 
 
+# Under compute-sanitizer the builder's child processes run several times slower.
+BUILD_S = 300.0
+
+
 def _candidates(count: int) -> list[IRModule]:
     ctx = ms.TuneContext(_matmul(), target="cuda", task_name="matmul", rand_state=2)
     schedules, _ = ms.sample_candidates(ctx, count, max_attempts=200)
@@ -64,7 +68,9 @@ def test_cuda_candidates_build_check_and_time(tmp_path: Path) -> None:
     mod = _matmul()
     infos = tuple(ArgInfo.from_entry_func(mod))
     reference = reference_path(mod, infos, seed=3, cache_dir=str(tmp_path / "refs"))
-    builder = LocalBuilder(max_workers=2, artifact_dir=str(tmp_path / "builds"))
+    builder = LocalBuilder(
+        max_workers=2, artifact_dir=str(tmp_path / "builds"), timeout_sec=BUILD_S
+    )
     runner = LocalRunner(timeout_sec=60.0, evaluator_config=QUICK)
     try:
         built = builder.build([BuilderInput(m, Target("cuda")) for m in _candidates(3)])
@@ -86,7 +92,7 @@ def test_wrong_cuda_candidate_is_caught(tmp_path: Path) -> None:
     infos = tuple(ArgInfo.from_entry_func(mod))
     # The reference of another seed: the candidate's output cannot match it.
     reference = reference_path(mod, infos, seed=4, cache_dir=str(tmp_path))
-    builder = LocalBuilder(max_workers=1, artifact_dir=str(tmp_path))
+    builder = LocalBuilder(max_workers=1, artifact_dir=str(tmp_path), timeout_sec=BUILD_S)
     runner = LocalRunner(timeout_sec=60.0, evaluator_config=QUICK)
     try:
         (built,) = builder.build([BuilderInput(_candidates(1)[0], Target("cuda"))])
