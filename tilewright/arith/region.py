@@ -196,14 +196,25 @@ def _interval(index: PrimExpr, bounds: Bounds) -> _Interval | None:
 class _Accesses(Visitor):
     """Collects, in order of first access, the intervals each buffer is read and written at."""
 
-    def __init__(self, excluded: set[Buffer]) -> None:
+    def __init__(
+        self,
+        excluded: set[Buffer],
+        matched: Mapping[Buffer, BufferRegion] | None = None,
+        by_data: Mapping[Var, Buffer] | None = None,
+    ) -> None:
         self.excluded = excluded
+        self.matched = dict(matched or {})
+        self.by_data = dict(by_data or {})
         self.bounds: Bounds = {}
         self.lets: dict[Var, PrimExpr] = {}
         self.reads: dict[Buffer, list[list[_Interval | None]]] = {}
         self.writes: dict[Buffer, list[list[_Interval | None]]] = {}
 
     def record(self, table: dict, buffer: Buffer, indices: tuple[PrimExpr, ...]) -> None:
+        if buffer in self.matched:
+            # As in TVM: an access through a match_buffer is an access to its whole source.
+            self.record_region(table, self.matched[buffer])
+            return
         if buffer in self.excluded:
             return
         if self.lets:
@@ -227,6 +238,26 @@ class _Accesses(Visitor):
     def visit_BufferLoad(self, node: BufferLoad) -> None:
         self.generic_visit(node)
         self.record(self.reads, node.buffer, node.indices)
+
+    def visit_Call(self, node: Call) -> None:
+        # ``T.tvm_access_ptr(type, data, offset, extent, mask)``: as in TVM, the whole buffer,
+        # read (mask bit 1), written (bit 2) or both.
+        buffer = None
+        if node.op == "tvm_access_ptr" and len(node.args) in (4, 5):  # the type may be kept
+            data, mask = node.args[-4], node.args[-1]
+            if isinstance(data, Var) and isinstance(mask, IntImm):
+                buffer = self.by_data.get(data)
+        if buffer is None:
+            self.generic_visit(node)
+            return
+        self.visit(node.args[-3:-1])
+        whole = BufferRegion(buffer, tuple(Range(IntImm(0, s.dtype), s) for s in buffer.shape))
+        mask = node.args[-1]
+        assert isinstance(mask, IntImm)
+        if mask.value & 1:
+            self.record_region(self.reads, whole)
+        if mask.value & 2:
+            self.record_region(self.writes, whole)
 
     def visit_BufferStore(self, node: BufferStore) -> None:
         self.visit(node.value)
@@ -297,14 +328,17 @@ def _index_dtype(items: list[_Interval | None]) -> DataType:
 
 
 def block_access_regions(
-    block: Block,
+    block: Block, buffers: Mapping[Var, Buffer] | None = None
 ) -> tuple[tuple[BufferRegion, ...], tuple[BufferRegion, ...]]:
     """The regions ``block`` reads and writes, one per buffer in order of first access.
 
     Loops inside the block are relaxed over their ranges, nested blocks contribute their
     declared regions (with their bindings substituted), and buffers the block allocates
     are left out. A buffer both read and written appears in both tuples, except the output of
-    a block with an init (a reduction), which is listed among the writes only.
+    a block with an init (a reduction), which is listed among the writes only. As in TVM, an
+    access through one of the block's ``match_buffer`` s is one to its whole source region,
+    and ``T.tvm_access_ptr`` on the data of a buffer of ``buffers`` (data variable to
+    buffer; the buffers the block reaches are always known) covers the whole buffer.
 
     Example::
 
@@ -312,8 +346,11 @@ def block_access_regions(
         >>> reads, writes = block_access_regions(block)
         >>> reads   # (A[vi : vi + 3],)
     """
-    excluded = set(block.alloc_buffers) | {m.buffer for m in block.match_buffers}
-    walk = _Accesses(excluded)
+    matched = {m.buffer: m.source for m in block.match_buffers}
+    known = dict(buffers or {})
+    for m in block.match_buffers:
+        known.setdefault(m.source.buffer.data, m.source.buffer)
+    walk = _Accesses(set(block.alloc_buffers), matched, known)
     if block.init is not None:
         walk.visit(block.init)
     walk.visit(block.body)

@@ -66,8 +66,8 @@ def cache_inplace(site: Site, index: int, scope: str) -> tuple[PrimFunc, list[st
     names = [fresh_name(site.func, f"{buffer.name}_{scope}", taken) for _ in range(2)]
     cache = decl_buffer(buffer.shape, buffer.dtype, names[0], scope)
     anchor = site.path[:-2]
-    copy_in = _copy_nest(names[0], buffer, cache, region, anchor)
-    copy_out = _copy_nest(names[1], cache, buffer, region, anchor)
+    copy_in = _copy_nest(names[0], buffer, cache, region, anchor, buffer)
+    copy_out = _copy_nest(names[1], cache, buffer, region, anchor, buffer)
     new_block = substitute(swap(block, {buffer: cache}), {buffer.data: cache.data})
     staged = (copy_in, update(realize, block=new_block), copy_out)
     parent = site.path[-3]

@@ -20,20 +20,24 @@ from tilewright.ir.stmt import (
     IterVar,
     Stmt,
     attrs,
-    seq,
 )
 from tilewright.schedule.dataflow import (
     ScopeBlock,
-    body_items,
     check_reduction_in_scope,
     check_single_writer,
-    contains,
     param_buffers,
     scope_blocks,
     scope_path,
 )
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.legality import check_storage_scope
+from tilewright.schedule.primitives.cache_location import (
+    Spot,
+    cache_spot,
+    check_order,
+    insert_at,
+    shift_into,
+)
 from tilewright.schedule.region import access_regions, clip, interval_range, relax_region
 from tilewright.schedule.tree import Path, Site, rebuild, update, walk
 
@@ -85,9 +89,20 @@ def _all_buffers(func: PrimFunc) -> list[Buffer]:
     return found
 
 
-def _copy_nest(name: str, src: Buffer, dst: Buffer, region: list[Range], anchor: Path) -> Stmt:
-    """``for ax..: with T.block(name): v.. = region.min + ax..; dst[v..] = src[v..]``, guarded
-    by a predicate where the region may leave the buffer (its writer had one)."""
+def _copy_nest(
+    name: str,
+    src: Buffer,
+    dst: Buffer,
+    region: list[Range],
+    anchor: Path,
+    original: Buffer,
+    compact: bool = False,
+) -> Stmt:
+    """``for ax..: with T.block(name): dst[..] = src[..]`` over ``region`` of the original
+    buffer (a loop for every dimension, one-iteration loops kept, as TVM writes it), guarded
+    by a predicate where the region may leave the buffer (its writer had one). A full-shape
+    cache is indexed like the original; a ``compact`` one from the region's start.
+    ``original`` is the program's buffer (``src`` or ``dst``)."""
     ana = Analyzer()
     for s in anchor:
         if isinstance(s, For):
@@ -99,30 +114,37 @@ def _copy_nest(name: str, src: Buffer, dst: Buffer, region: list[Range], anchor:
     loops: list[tuple[Var, PrimExpr]] = []
     iter_vars: list[IterVar] = []
     values: list[PrimExpr] = []
-    for d, (rng, extent) in enumerate(zip(region, src.shape)):
+    src_index: list[PrimExpr] = []
+    dst_index: list[PrimExpr] = []
+    for d, (rng, extent) in enumerate(zip(region, original.shape)):
+        loop_var = Var(f"ax{d}", rng.extent.dtype)
+        loops.append((loop_var, rng.extent))
+        zero = isinstance(rng.min, IntImm) and rng.min.value == 0
+        at = loop_var if zero else op.add(rng.min, loop_var)
         var = Var(f"v{d}", extent.dtype)
-        iter_vars.append(IterVar(var, Range(IntImm(0, extent.dtype), extent), IterKind.SPATIAL))
-        unit = isinstance(rng.extent, IntImm) and rng.extent.value == 1
-        if unit:
-            value = rng.min
+        if compact:
+            iter_vars.append(
+                IterVar(var, Range(IntImm(0, rng.extent.dtype), rng.extent), IterKind.SPATIAL)
+            )
+            values.append(loop_var)
+            shifted = var if zero else op.add(rng.min, var)
+            src_index.append(shifted if src is original else var)
+            dst_index.append(shifted if dst is original else var)
         else:
-            loop_var = Var(f"ax{len(loops)}", extent.dtype)
-            loops.append((loop_var, rng.extent))
-            zero = isinstance(rng.min, IntImm) and rng.min.value == 0
-            value = loop_var if zero else op.add(rng.min, loop_var)
-        values.append(value)
+            iter_vars.append(IterVar(var, Range(IntImm(0, extent.dtype), extent), IterKind.SPATIAL))
+            values.append(at)
+            src_index.append(var)
+            dst_index.append(var)
         if not ana.can_prove(op.ge(rng.min, 0)):
-            conditions.append(op.ge(value, 0))
+            conditions.append(op.ge(at, 0))
         if not ana.can_prove(op.le(op.add(rng.min, rng.extent), extent)):
-            conditions.append(op.lt(value, extent))
-    index = tuple(iv.var for iv in iter_vars)
-    point = tuple(Range(v, IntImm(1, v.dtype)) for v in index)
+            conditions.append(op.lt(at, extent))
     block = Block(
         name,
         tuple(iter_vars),
-        (BufferRegion(src, point),),
-        (BufferRegion(dst, point),),
-        BufferStore(dst, src.load(index), index),
+        (BufferRegion(src, tuple(Range(i, IntImm(1, i.dtype)) for i in src_index)),),
+        (BufferRegion(dst, tuple(Range(i, IntImm(1, i.dtype)) for i in dst_index)),),
+        BufferStore(dst, src.load(tuple(src_index)), tuple(dst_index)),
     )
     predicate: PrimExpr = IntImm(1, _bool())
     for cond in conditions:
@@ -162,42 +184,6 @@ def _region_at(
     if len(bounded) != len(ranges):
         return [Range(IntImm(0, s.dtype), s) for s in buffer.shape]
     return bounded
-
-
-def _anchor(scope: Path, writer: ScopeBlock, readers: list[ScopeBlock]) -> Path:
-    """The path to the deepest loop (or the scope block) above the writer and every reader."""
-    best = scope
-    if not readers:
-        return best
-    for k in range(len(scope), len(writer.path) - 1):
-        node = writer.path[k]
-        if isinstance(node, For) and all(r.under(node) for r in readers):
-            best = writer.path[: k + 1]
-    return best
-
-
-def _insert(
-    func: PrimFunc, anchor: Path, nest: Stmt, after: Stmt | None, readers: list[ScopeBlock]
-) -> PrimFunc:
-    """``nest`` into the body of the loop or block at the end of ``anchor``: after the item
-    holding ``after`` (at the start when None)."""
-    node = anchor[-1]
-    assert isinstance(node, For | Block)
-    items = body_items(node)
-    index = 0
-    if after is not None:
-        index = next(i for i, item in enumerate(items) if contains(item, after)) + 1
-    for r in readers:
-        if any(contains(item, r.realize) for item in items[:index]):
-            raise ScheduleError(
-                "cache_write",
-                "data-flow",
-                f"block {r.block.name!r} reads the buffer in the same loop nest as its writer",
-                func,
-                r.block,
-            )
-    new_node = update(node, body=seq(*items[:index], nest, *items[index:]))
-    return func.with_body(rebuild(anchor, new_node))
 
 
 def cache_read(
@@ -268,32 +254,98 @@ def cache_read(
             block,
         )
     name = _unique_name(site.func, f"{buffer.name}_{scope}")
-    cache = decl_buffer(buffer.shape, buffer.dtype, name, scope)
+    func = site.func
     if writers:
-        anchor = _anchor(spath, writers[0], readers)
-        region = _region_at(writers, buffer, anchor[-1], writes=True)
-        after: Stmt | None = writers[0].realize
+        spot = cache_spot("cache_read", func, spath, writers[0], readers)
+        region = _region_at(writers, buffer, spot.owner[-1], writes=True)
     else:
         # As in TVM: an input of the scope is copied at the start of the scope block, the
         # region the scope block declares it reads (the whole buffer at the function's root).
-        anchor, after = spath, None
-        scope_block = spath[-1]
-        assert isinstance(scope_block, Block)
-        declared = [r for r in scope_block.reads if r.buffer is buffer]
-        region = (
-            list(declared[0].region)
-            if declared
-            else [Range(IntImm(0, s.dtype), s) for s in buffer.shape]
-        )
+        spot = Spot(spath, 0)
+        region = _declared_region(spath, buffer)
     assert region is not None
-    nest = _copy_nest(name, buffer, cache, region, anchor)
-    func = site.func
+    cache, start = _cache_buffer(buffer, name, scope, region, spot.compact)
+    if spot.compact:
+        _check_covered("cache_read", func, spath, readers, buffer, region)
+    nest = _copy_nest(name, buffer, cache, region, spot.owner, buffer, spot.compact)
     body = func.body
     for r in readers:
-        body = rebuild_at(body, r.realize, swap(r.realize, {buffer: cache}))
-    func = func.with_body(body)
-    func = _insert(func, _refind(func, anchor), nest, after, [])
-    return _allocate(func, spath, cache), name
+        new = (
+            shift_into("cache_read", func, r.realize, buffer, cache, start, r.block)
+            if spot.compact
+            else swap(r.realize, {buffer: cache})
+        )
+        body = rebuild_at(body, r.realize, new)
+    func = insert_at(
+        func.with_body(body), _refind(func.with_body(body), spot.owner), spot.index, nest
+    )
+    func = _allocate(func, spath, cache)
+    writer = writers[0].block if writers else None
+    check_order("cache_read", func, _refind(func, spath), name, writer, [r.block for r in readers])
+    return func, name
+
+
+def _declared_region(spath: Path, buffer: Buffer) -> list[Range]:
+    """The union of the regions of ``buffer`` the scope block declares it reads (the whole
+    buffer where it declares none)."""
+    scope_block = spath[-1]
+    assert isinstance(scope_block, Block)
+    declared = [r for r in scope_block.reads if r.buffer is buffer]
+    whole = [Range(IntImm(0, s.dtype), s) for s in buffer.shape]
+    if not declared:
+        return whole
+    ana = Analyzer()
+    relaxed = relax_region(declared, {}, ana)
+    assert relaxed is not None
+    ranges = [interval_range(r, ana) for r in relaxed]
+    return [r if r is not None else w for r, w in zip(ranges, whole)]
+
+
+def _cache_buffer(
+    buffer: Buffer, name: str, scope: str, region: list[Range], compact: bool
+) -> tuple[Buffer, tuple[PrimExpr, ...]]:
+    """The cache (the buffer's shape, or the region's for a compact one) and the index its
+    element 0 stands for."""
+    if not compact:
+        zeros = tuple(IntImm(0, s.dtype) for s in buffer.shape)
+        return decl_buffer(buffer.shape, buffer.dtype, name, scope), zeros
+    shape = [r.extent for r in region]
+    return decl_buffer(shape, buffer.dtype, name, scope), tuple(r.min for r in region)
+
+
+def _check_covered(
+    primitive: str,
+    func: PrimFunc,
+    spath: Path,
+    blocks: list[ScopeBlock],
+    buffer: Buffer,
+    region: list[Range],
+) -> None:
+    """A compact cache must hold every element its readers (or writer) reach."""
+    whole = all(
+        isinstance(r.min, IntImm) and r.min.value == 0 and Analyzer().can_prove(op.eq(r.extent, s))
+        for r, s in zip(region, buffer.shape)
+    )
+    if whole:
+        return
+    ana = Analyzer()
+    for b, writes in [(b, w) for b in blocks for w in (False, True)]:
+        got = _region_at([b], buffer, spath[-1], writes=writes)
+        if got is not None:
+            inside = all(
+                ana.can_prove(op.ge(g.min, r.min))
+                and ana.can_prove(op.le(op.add(g.min, g.extent), op.add(r.min, r.extent)))
+                for g, r in zip(got, region)
+            )
+            if not inside:
+                raise ScheduleError(
+                    primitive,
+                    "region-cover",
+                    f"block {b.block.name!r} reaches buffer {buffer.name!r} outside the "
+                    "region the copy holds",
+                    func,
+                    b.block,
+                )
 
 
 def cache_write(site: Site, index: int, scope: str) -> tuple[PrimFunc, str]:
@@ -328,16 +380,22 @@ def cache_write(site: Site, index: int, scope: str) -> tuple[PrimFunc, str]:
     check_reduction_in_scope("cache_write", site, me.realize, scope_loops)
     readers = [b for b in blocks if buffer in b.reads and b.block is not block]
     name = _unique_name(site.func, f"{buffer.name}_{scope}")
-    cache = decl_buffer(buffer.shape, buffer.dtype, name, scope)
-    anchor = _anchor(spath, me, readers)
-    region = _region_at([me], buffer, anchor[-1], writes=True)
-    assert region is not None
-    nest = _copy_nest(name, cache, buffer, region, anchor)
     func = site.func
-    func = func.with_body(rebuild_at(func.body, me.realize, swap(me.realize, {buffer: cache})))
-    new_realize = _find_block(func, block.name)
-    func = _insert(func, _refind(func, anchor), nest, new_realize, readers)
-    return _allocate(func, spath, cache), name
+    spot = cache_spot("cache_write", func, spath, me, readers)
+    region = _region_at([me], buffer, spot.owner[-1], writes=True)
+    assert region is not None
+    cache, start = _cache_buffer(buffer, name, scope, region, spot.compact)
+    if spot.compact:
+        _check_covered("cache_write", func, spath, [me], buffer, region)
+        new = shift_into("cache_write", func, me.realize, buffer, cache, start, block)
+    else:
+        new = swap(me.realize, {buffer: cache})
+    nest = _copy_nest(name, cache, buffer, region, spot.owner, buffer, spot.compact)
+    func = func.with_body(rebuild_at(func.body, me.realize, new))
+    func = insert_at(func, _refind(func, spot.owner), spot.index, nest)
+    func = _allocate(func, spath, cache)
+    check_order("cache_write", func, _refind(func, spath), name, block, [r.block for r in readers])
+    return func, name
 
 
 def rebuild_at(root: Stmt, old: Stmt, new: Stmt) -> Stmt:

@@ -88,7 +88,13 @@ class Parser(AssignmentParser):
     def _with_root_block(self, body: Stmt) -> Stmt:
         allocs = tuple(self.func.root_allocs)
         if not allocs and isinstance(body, BlockRealize) and not body.block.iter_vars:
-            return body  # the body already is the root block
+            # The body already is the root block: regions the script left out stay empty.
+            no_reads, no_writes = self.inferred_access.get(id(body.block), (False, False))
+            root = body.block.replace(
+                reads=() if no_reads else body.block.reads,
+                writes=() if no_writes else body.block.writes,
+            )
+            return body if root == body.block else body.replace(block=root)
         has_block = False
 
         def find(node: object) -> bool:

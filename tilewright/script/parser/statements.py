@@ -95,6 +95,7 @@ class StatementParser(ExpressionEvaluator):
         super().__init__(source, env)
         self.func = FunctionBuilder()
         self.blocks: list[BlockBuilder] = []
+        self.inferred_access: dict[int, tuple[bool, bool]] = {}
         self.loop_ranges: dict[Var, Range] = {}
 
     def parse_body(self, stmts: list[ast.stmt]) -> Stmt:
@@ -296,15 +297,27 @@ class StatementParser(ExpressionEvaluator):
         if builder.reads is None or builder.writes is None:
             from tilewright.arith.region import block_access_regions
 
-            reads, writes = block_access_regions(block)
+            reads, writes = block_access_regions(block, self._buffers_by_data(builder))
             block = block.replace(
                 reads=builder.reads if builder.reads is not None else reads,
                 writes=builder.writes if builder.writes is not None else writes,
             )
+            # Remembered for a hand-written root block, which keeps empty regions (TVM's
+            # parser infers them for every block but the root).
+            self.inferred_access[id(block)] = (builder.reads is None, builder.writes is None)
         if block.init is not None:
             self._check_reduction(builder, block, node)
         predicate = builder.predicate if builder.predicate is not None else IntImm(1, bool_)
         return BlockRealize(tuple(builder.iter_values), predicate, block)
+
+    def _buffers_by_data(self, builder: BlockBuilder) -> dict[Var, Buffer]:
+        """The buffers in scope at a block, by data variable (for ``T.tvm_access_ptr``)."""
+        found = {b.data: b for b in self.func.buffer_map.values()}
+        found.update((b.data, b) for b in self.func.root_allocs)
+        for outer in (*self.blocks, builder):
+            found.update((b.data, b) for b in outer.alloc_buffers)
+            found.update((m.buffer.data, m.buffer) for m in outer.match_buffers)
+        return found
 
     def _check_reduction(self, builder: BlockBuilder, block: Block, node: ast.With) -> None:
         """A block with ``T.init()`` is a reduction: an iterator that does not index what the
