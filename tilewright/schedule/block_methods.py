@@ -131,6 +131,11 @@ class BlockMethods(ScheduleMixin):
         """Stage the block's ``read_buffer_index``-th read buffer through a copy in
         ``storage_scope``; its consumers (or ``consumer_blocks``) read the copy.
 
+        As in TVM, the copy goes right before the first consumer, in the innermost loop (or
+        block) holding both it and the buffer's writer, and covers what the writer writes
+        there; an input of the scope is copied at the scope's start. A copy placed directly
+        in a block holds only the copied region, indexed from its start.
+
         Example::
 
             A_shared = sch.cache_read(block_C, read_buffer_index=0, storage_scope="shared")
@@ -153,7 +158,9 @@ class BlockMethods(ScheduleMixin):
         self, block: BlockArg, write_buffer_index: int | str | Buffer, storage_scope: str
     ) -> BlockRV:
         """Make the block write its ``write_buffer_index``-th output into a copy in
-        ``storage_scope``, written back by a new block right after it.
+        ``storage_scope``, written back by a new block: before the first block that reads
+        the output, in the innermost loop holding both (at the end of the scope when nothing
+        reads it), as TVM places it.
 
         Example::
 
