@@ -61,9 +61,12 @@ def source_stamp() -> str:
     return digest.hexdigest()[:16]
 
 
-def select(sweep: KernelSweep, small: bool) -> list[tuple[int, Case]]:
-    """The sweep's problems (index, case); with ``small`` a few small ones."""
+def select(sweep: KernelSweep, small: bool, reported: bool = False) -> list[tuple[int, Case]]:
+    """The sweep's problems (index, case); with ``small`` a few small ones, with
+    ``reported`` only the problems users reported."""
     cases = list(enumerate(sweep.cases()))
+    if reported:
+        return [(i, c) for i, c in cases if c.shape in sweep.reported]
     if not small:
         return cases
     shapes = sweep.operand_shapes
@@ -268,6 +271,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="*", default=sorted(SWEEPS), help="sweep names")
     parser.add_argument("--small", action="store_true", help="a few small problems a sweep")
+    parser.add_argument(
+        "--reported", action="store_true", help="only the problems users reported wrong"
+    )
     parser.add_argument("--artifacts", type=Path, default=Path("build/sweep"))
     parser.add_argument("--build", type=Path, help="only build the artifacts into this folder")
     parser.add_argument("--rebuild", action="store_true", help="build stale artifacts again")
@@ -289,7 +295,8 @@ def main() -> int:
     paths = {}
     for name in args.only:
         path = zip_path(directory, name)
-        needed = [i for i, _ in select(SWEEPS[name], small=args.small and not args.build)]
+        small = args.small and not args.build
+        needed = [i for i, _ in select(SWEEPS[name], small, args.reported)]
         table = manifest(path)
         stale = table is not None and table["stamp"] != source_stamp()
         if stale and not args.rebuild:
@@ -308,7 +315,7 @@ def main() -> int:
 
     def one(name: str) -> tuple[list[dict], float]:
         start = time.perf_counter()
-        indices = [i for i, _ in select(SWEEPS[name], args.small)]
+        indices = [i for i, _ in select(SWEEPS[name], args.small, args.reported)]
         return run_sweep(name, paths[name], indices, args.timeout), time.perf_counter() - start
 
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
@@ -329,7 +336,7 @@ def main() -> int:
         print(f"{name:44} {total:8} {correct:8} {failed_count:6} {took:5.0f}")
     out_dir = os.environ.get("OUT")
     if out_dir:
-        suffix = "_small" if args.small else ""
+        suffix = "_small" if args.small else "_reported" if args.reported else ""
         Path(out_dir, f"gpu_shape_sweep{suffix}.json").write_text(json.dumps(report))
     return 1 if any(row[3] for row in rows) else 0
 
