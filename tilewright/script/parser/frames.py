@@ -134,6 +134,14 @@ class VarDecl:
 
 
 @dataclass(frozen=True)
+class LetAnnotation:
+    """``x: T.let[T.float32] = v`` (``kind`` given) or ``x: T.let = v`` (the value's dtype):
+    TVM's explicit spelling of a ``LetStmt``."""
+
+    kind: DTypeConstructor | None = None
+
+
+@dataclass(frozen=True)
 class BufferType:
     """Everything that describes a buffer but its name: what ``T.Buffer((4,), "float32")``
     and ``T.alloc_buffer(...)`` give; ``make`` creates the ``Buffer``."""

@@ -5,13 +5,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from tilewright.ir import expr as ir
 from tilewright.ir import intrinsics, op
 from tilewright.ir.expr import Call, PrimExpr, StringImm, Var
 from tilewright.ir.node import Node
 from tilewright.ir.stmt import Evaluate, IterKind, IterVar
-from tilewright.script.parser.frames import AttrFrame, LetFrame, VarDecl
+from tilewright.script.parser.frames import (
+    AttrFrame,
+    DTypeConstructor,
+    LetAnnotation,
+    LetFrame,
+    VarDecl,
+)
 from tilewright.script.tir import arguments as args
 
 
@@ -222,17 +229,33 @@ def Let(body: object, where: dict[Var, object]) -> PrimExpr:
     return result
 
 
-def let(var: object, value: object, body: object = None) -> PrimExpr | LetFrame:
-    """``T.let(x, v, body)`` is a ``Let`` expression; ``with T.let(x, v):`` a ``LetStmt``
-    (``with T.let(T.int32(), v) as x:`` names a new variable)."""
-    if isinstance(var, VarDecl) and body is None:
-        return LetFrame(None, op.convert(args.expr(value, "T.let"), var.dtype))
-    if not isinstance(var, Var):
-        raise TypeError(f"T.let: expected a variable (x = T.int32()), found {var!r}")
-    val = op.convert(args.expr(value, "T.let"), var.dtype)
-    if body is None:
-        return LetFrame(var, val)
-    return ir.Let(var, val, args.expr(body, "T.let"))
+@dataclass(frozen=True)
+class _Let(LetAnnotation):
+    """``T.let``: called, a ``Let`` expression or a ``LetStmt`` frame; subscripted
+    (``x: T.let[T.float32] = v``) or bare (``x: T.let = v``), a let-binding annotation."""
+
+    def __call__(self, var: object, value: object, body: object = None) -> PrimExpr | LetFrame:
+        """``T.let(x, v, body)`` is a ``Let`` expression; ``with T.let(x, v):`` a ``LetStmt``
+        (``with T.let(T.int32(), v) as x:`` names a new variable)."""
+        if isinstance(var, VarDecl) and body is None:
+            return LetFrame(None, op.convert(args.expr(value, "T.let"), var.dtype))
+        if not isinstance(var, Var):
+            raise TypeError(f"T.let: expected a variable (x = T.int32()), found {var!r}")
+        val = op.convert(args.expr(value, "T.let"), var.dtype)
+        if body is None:
+            return LetFrame(var, val)
+        return ir.Let(var, val, args.expr(body, "T.let"))
+
+    def __getitem__(self, kind: object) -> LetAnnotation:
+        if not isinstance(kind, DTypeConstructor):
+            raise TypeError(f"T.let[...]: expected a dtype such as T.float32, found {kind!r}")
+        return LetAnnotation(kind)
+
+    def __repr__(self) -> str:
+        return "T.let"
+
+
+let = _Let()
 
 
 def evaluate(value: object) -> Evaluate:
@@ -240,6 +263,7 @@ def evaluate(value: object) -> Evaluate:
     return Evaluate(args.expr(value, "T.evaluate"))
 
 
+@args.dtype_forward
 def call_intrin(dtype: object, op_name: object, *values: object) -> PrimExpr:
     """``T.call_intrin("float32", "my_op", x)``: a call to the intrinsic named ``op_name``."""
     if not isinstance(op_name, str):
@@ -266,6 +290,7 @@ def likely(cond: object, dtype: object = None) -> PrimExpr:
     return intrinsics.LIKELY.call(args.expr(cond, "T.likely"))
 
 
+@args.dtype_forward
 def call_extern(dtype: object, func_name: object, *values: object) -> PrimExpr:
     """``T.call_extern("int32", "dot4", C.data, ...)``: a call of the external C function
     ``func_name`` (its source given with ``sch.annotate(loop, "pragma_import_c", source)``)."""
