@@ -12,7 +12,7 @@ from tilewright.ir.node import Node, node
 from tilewright.ir.op import Operand, convert
 
 if TYPE_CHECKING:
-    from tilewright.ir.stmt import BufferStore
+    from tilewright.ir.stmt import AttrValue, BufferStore
 
 DEFAULT_ALIGN = 64
 
@@ -43,6 +43,8 @@ class Buffer(Node):
     offset_factor: int = 1
     layout: Layout | None = None
     axis_separators: tuple[int, ...] = ()  # TVM's: groups of dims flattened apart
+    # TVM's ``T.alloc_buffer(..., annotations={...})``: hints for passes, sorted by key.
+    annotations: tuple[tuple[str, AttrValue], ...] = ()
 
     @property
     def ndim(self) -> int:
@@ -134,8 +136,11 @@ def decl_buffer(
     offset_factor: int = 1,
     layout: Layout | None = None,
     axis_separators: Sequence[int] = (),
+    annotations: dict[str, AttrValue] | tuple[tuple[str, AttrValue], ...] = (),
 ) -> Buffer:
     """A new buffer with a fresh data variable unless ``data`` is given."""
+    from tilewright.ir.stmt import attrs
+
     dims = shape if isinstance(shape, Sequence) else (shape,)
     return Buffer(
         name=name,
@@ -149,6 +154,7 @@ def decl_buffer(
         offset_factor=offset_factor,
         layout=layout,
         axis_separators=tuple(int(a) for a in axis_separators),
+        annotations=attrs(annotations),
     )
 
 

@@ -386,6 +386,8 @@ class StmtPrinter(ExprPrinter):
             args.append(f"layout={buf.layout.script()}")
         if buf.axis_separators:
             args.append(f"axis_separators={list(buf.axis_separators)}")
+        if buf.annotations:
+            args.append(f"annotations={self.attr_dict(buf.annotations)}")
         return ", ".join(args)
 
 

@@ -156,6 +156,7 @@ class BufferType:
     offset_factor: int | None = None
     layout: Layout | None = None
     axis_separators: tuple[int, ...] = ()
+    annotations: Attrs = ()
 
     def make(self, name: str) -> Buffer:
         """A new ``Buffer`` called ``name`` with a fresh data variable unless one was given."""
@@ -174,6 +175,7 @@ class BufferType:
             elem_offset=self.elem_offset if self.elem_offset is not None else 0,
             layout=self.layout,
             axis_separators=self.axis_separators,
+            annotations=self.annotations,
             **extra,
         )
 
