@@ -173,6 +173,8 @@ def test_call_extern_takes_its_dtype_as_a_keyword_and_any_number_of_arguments():
             'T.tvm_access_ptr(T.type_annotation("float32"), A.data, 0, 4, 1)',
         ),
         ('T.tvm_storage_sync("shared", dtype="int32")', 'T.tvm_storage_sync("shared")'),
+        ('T.floordiv(T.int32(7), 2, dtype="int32")', "T.floordiv(T.int32(7), 2)"),
+        ('T.truncmod(T.int32(7), 2, dtype="int32")', "T.truncmod(T.int32(7), 2)"),
     ],
 )
 def test_builtins_take_dtype_as_tvm_does(keyword: str, positional: str):

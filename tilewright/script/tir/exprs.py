@@ -78,6 +78,7 @@ shift_left = _intrinsic(intrinsics.SHIFT_LEFT, "``T.shift_left(a, b)``: ``a << b
 shift_right = _intrinsic(intrinsics.SHIFT_RIGHT, "``T.shift_right(a, b)``: ``a >> b``.")
 
 
+@args.dtype_ignored
 def ceildiv(a: object, b: object) -> PrimExpr:
     """``T.ceildiv(a, b)``: ``(a + b - 1) // b`` for integers (TVM's name)."""
     x, y = args.expr(a, "T.ceildiv"), args.expr(b, "T.ceildiv")
@@ -147,21 +148,25 @@ def min(a: object, b: object) -> PrimExpr:
     return op.min_value(args.expr(a, "T.min"), args.expr(b, "T.min"))
 
 
+@args.dtype_ignored
 def truncdiv(a: object, b: object) -> PrimExpr:
     """``T.truncdiv(a, b)``: integer division rounding toward zero (``Div``)."""
     return op.truncdiv(args.expr(a, "T.truncdiv"), args.expr(b, "T.truncdiv"))
 
 
+@args.dtype_ignored
 def truncmod(a: object, b: object) -> PrimExpr:
     """``T.truncmod(a, b)``: remainder of ``truncdiv`` (``Mod``)."""
     return op.truncmod(args.expr(a, "T.truncmod"), args.expr(b, "T.truncmod"))
 
 
+@args.dtype_ignored
 def floordiv(a: object, b: object) -> PrimExpr:
     """``T.floordiv(a, b)``: the same as ``a // b``."""
     return op.floordiv(args.expr(a, "T.floordiv"), args.expr(b, "T.floordiv"))
 
 
+@args.dtype_ignored
 def floormod(a: object, b: object) -> PrimExpr:
     """``T.floormod(a, b)``: the same as ``a % b``."""
     return op.floormod(args.expr(a, "T.floormod"), args.expr(b, "T.floormod"))
