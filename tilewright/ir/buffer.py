@@ -12,7 +12,7 @@ from tilewright.ir.node import Node, node
 from tilewright.ir.op import Operand, convert
 
 if TYPE_CHECKING:
-    from tilewright.ir.stmt import BufferStore
+    from tilewright.ir.stmt import AttrValue, BufferStore
 
 DEFAULT_ALIGN = 64
 
@@ -43,6 +43,8 @@ class Buffer(Node):
     offset_factor: int = 1
     layout: Layout | None = None
     axis_separators: tuple[int, ...] = ()  # TVM's: groups of dims flattened apart
+    # TVM's ``T.alloc_buffer(..., annotations={...})``: hints for passes, sorted by key.
+    annotations: tuple[tuple[str, AttrValue], ...] = ()
 
     @property
     def ndim(self) -> int:
@@ -64,13 +66,16 @@ class Buffer(Node):
         ptr_type: str = "handle",
         content_lanes: int = 1,
         offset: PrimExpr | int = 0,
+        extent: PrimExpr | int | None = None,
     ) -> PrimExpr:
         """The address of the buffer's first element (plus ``offset`` elements), as TVM's
         ``Buffer.access_ptr``: for handing the buffer to an external function
         (``T.call_extern(..., A.access_ptr("r"))``). ``access_mask`` ("r", "w", "rw" or
-        1 | 2) says how the callee uses it.
+        1 | 2) says how the callee uses it; ``extent`` how many elements it touches (by
+        default, as in TVM, those from ``offset`` to the end of the buffer).
 
-        Example: ``B.access_ptr("w", offset=4)`` is the address of ``B``'s element 4.
+        Example: ``B.access_ptr("w", offset=4, extent=2)`` is the address of ``B``'s
+        element 4 for a callee that writes two elements.
         """
         from tilewright.ir import intrinsics
 
@@ -79,12 +84,20 @@ class Buffer(Node):
         )  # fmt: skip
         if mask not in (1, 2, 3) or content_lanes < 1:
             raise ValueError(f"access_ptr: access mask {access_mask!r} is not r, w or rw")
+        no_offset = isinstance(offset, int) and offset == 0
         first = convert(self.elem_offset)
-        start = first if isinstance(offset, int) and offset == 0 else first + convert(offset)
-        extent = convert(1)
-        for dim in self.shape:
-            extent = extent * dim
-        return intrinsics.ACCESS_PTR.call(self.data, start, extent, convert(mask), dtype=None)
+        start = first if no_offset else first + convert(offset)
+        if extent is None:
+            if self.strides and len(self.strides) == len(self.shape):
+                size = convert(self.strides[0]) * self.shape[0]
+            else:
+                size = convert(1)
+                for dim in self.shape:
+                    size = size * dim
+            extent = size if no_offset else size - convert(offset)
+        return intrinsics.ACCESS_PTR.call(
+            self.data, start, convert(extent), convert(mask), dtype=None
+        )
 
     def vload(self, begin: Sequence[PrimExpr | int], dtype: str | None = None) -> BufferLoad:
         """TVM's ``A.vload([i, j], "float32x4")``: the lanes from ``begin`` along the last
@@ -123,8 +136,11 @@ def decl_buffer(
     offset_factor: int = 1,
     layout: Layout | None = None,
     axis_separators: Sequence[int] = (),
+    annotations: dict[str, AttrValue] | tuple[tuple[str, AttrValue], ...] = (),
 ) -> Buffer:
     """A new buffer with a fresh data variable unless ``data`` is given."""
+    from tilewright.ir.stmt import attrs
+
     dims = shape if isinstance(shape, Sequence) else (shape,)
     return Buffer(
         name=name,
@@ -138,6 +154,7 @@ def decl_buffer(
         offset_factor=offset_factor,
         layout=layout,
         axis_separators=tuple(int(a) for a in axis_separators),
+        annotations=attrs(annotations),
     )
 
 

@@ -16,6 +16,10 @@ class PrimFunc(Node):
     buffer itself is in ``buffer_map``) and scalars for the rest. ``name`` is the name of
     the ``def`` it was parsed from (empty when built otherwise): the printer's name for it
     outside a module, a hint that, like variable names, takes no part in structural equality.
+    ``spelling``, another such hint, is how its script was written and prints back:
+    ``""`` (``T.block``), ``"sblock"`` (TVM's newer ``T.sblock``, ``T.sblock_attr``,
+    ``T.sblock_alloc_buffer``) or ``"s_tir"`` (``@T.prim_func(s_tir=True)``, with the newer
+    block names).
 
     Example::
 
@@ -32,6 +36,7 @@ class PrimFunc(Node):
     buffer_map: tuple[tuple[Var, Buffer], ...] = ()
     attrs: Attrs = ()
     name: str = ""
+    spelling: str = ""
 
     def buffer_of(self, param: Var) -> Buffer | None:
         for var, buf in self.buffer_map:

@@ -24,7 +24,7 @@ from tilewright.ir.stmt import Block, BufferStore, For
 _IGNORED = {
     Var: ("name",),
     Buffer: ("name",),
-    PrimFunc: ("name",),
+    PrimFunc: ("name", "spelling"),
     Block: ("span",),
     For: ("span",),
     BufferStore: ("span",),

@@ -40,7 +40,7 @@ class FunctionPrinter(StmtPrinter):
                 params.append(f"{self.buffer(buf)}: T.Buffer({shape}, {_quote(buf.dtype)})")
             else:
                 params.append(f"{self.expr(param)}: T.{param.dtype}")
-        self.emit("@T.prim_func")
+        self.emit("@T.prim_func(s_tir=True)" if func.spelling == "s_tir" else "@T.prim_func")
         self.emit(f"def {name}({', '.join(params)}):")
         with self.nested():
             if func.attrs:
@@ -92,7 +92,7 @@ class FunctionPrinter(StmtPrinter):
         if root is None:
             self.stmt(body)
             return
-        self.emit('# with T.block("root"):')
+        self.emit(f'# with T.{self.block_word}("root"):')
         self.allocations(root.alloc_buffers)
         self.stmt(root.body)
 
@@ -186,6 +186,8 @@ def print_function(
         else:
             name = symbol if isinstance(symbol, str) and symbol.isidentifier() else "main"
     printer = FunctionPrinter(indent=indent, marks=marks)
+    if func.spelling in ("sblock", "s_tir"):
+        printer.block_word = "sblock"
     printer.function(func, sanitize(name))
     return printer.lines
 

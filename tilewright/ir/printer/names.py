@@ -99,6 +99,7 @@ class _Definitions(Visitor):
         self.defined: set[Var | Buffer] = set()
         self.used: dict[Var | Buffer, None] = {}
         self.buffers: set[Buffer] = set()
+        self.declared_over: set[Var] = set()  # T.decl_buffer(..., data=p): p is used
 
     def define(self, obj: Var | Buffer) -> None:
         self.defined.add(obj)
@@ -111,7 +112,8 @@ class _Definitions(Visitor):
             return
         self.buffers.add(buffer)
         self.used.setdefault(buffer, None)
-        self.defined.add(buffer.data)  # the data handle prints as ``A.data``
+        if buffer.data not in self.declared_over:
+            self.defined.add(buffer.data)  # the data handle prints as ``A.data``
         if isinstance(buffer.elem_offset, Var):
             self.defined.add(buffer.elem_offset)  # ``A.elem_offset``, made by offset_factor=
         self.visit((buffer.shape, buffer.strides, buffer.elem_offset))
@@ -155,7 +157,12 @@ class _Definitions(Visitor):
         self.define(alloc.buffer)
         self.generic_visit(alloc)
 
-    visit_DeclBuffer = visit_Allocate
+    def visit_DeclBuffer(self, decl: DeclBuffer) -> None:
+        if decl.buffer not in self.buffers:
+            # A view over a pointer that may be free (``p = T.handle("float32")``).
+            self.used.setdefault(decl.buffer.data, None)
+            self.declared_over.add(decl.buffer.data)
+        self.visit_Allocate(decl)
 
     def visit_BufferRealize(self, realize: BufferRealize) -> None:
         # Printed as `B = T.Buffer(...)` right before its `with T.realize(B[...]):`.

@@ -53,6 +53,8 @@ class StmtPrinter(ExprPrinter):
         self.step = " " * indent
         # Comments to append to the line that opens a node (`# <-- here` in schedule errors).
         self.marks: Mapping[Node, str] = marks or {}
+        # Block names as the script was written: TVM's newer `T.sblock` family, or `T.block`.
+        self.block_word = "block"
         # Loop ranges of the enclosing loops, to detect `T.axis.remap` bindings.
         self.loop_ranges: dict[Var, tuple[PrimExpr, PrimExpr]] = {}
 
@@ -287,13 +289,13 @@ class StmtPrinter(ExprPrinter):
     # -- blocks ---------------------------------------------------------------------------
 
     def stmt_BlockRealize(self, s: BlockRealize) -> None:
-        self.emit(f"with T.block({string(s.block.name)}):")
+        self.emit(f"with T.{self.block_word}({string(s.block.name)}):")
         with self.nested():
             self.block_contents(s.block, s.iter_values, s.predicate)
 
     def stmt_Block(self, s: Block) -> None:
         # A block outside its realize (shown in error messages): iterators without bindings.
-        self.emit(f"with T.block({string(s.name)}):")
+        self.emit(f"with T.{self.block_word}({string(s.name)}):")
         with self.nested():
             self.block_contents(s, None, None)
 
@@ -306,7 +308,7 @@ class StmtPrinter(ExprPrinter):
         self.emit(f"T.reads({', '.join(self.region(r) for r in block.reads)})")
         self.emit(f"T.writes({', '.join(self.region(r) for r in block.writes)})")
         if block.annotations:
-            self.emit(f"T.block_attr({self.attr_dict(block.annotations)})")
+            self.emit(f"T.{self.block_word}_attr({self.attr_dict(block.annotations)})")
         self.allocations(block.alloc_buffers)
         for match in block.match_buffers:
             self.match_buffer(match)
@@ -351,9 +353,10 @@ class StmtPrinter(ExprPrinter):
     # -- buffers --------------------------------------------------------------------------
 
     def allocations(self, buffers: tuple[Buffer, ...]) -> None:
+        alloc = "sblock_alloc_buffer" if self.block_word == "sblock" else "alloc_buffer"
         for buf in buffers:
             args = self.buffer_args(buf, keep_dtype=False)
-            self.emit(f"{self.define_buffer(buf)} = T.alloc_buffer({args})")
+            self.emit(f"{self.define_buffer(buf)} = T.{alloc}({args})")
 
     def match_buffer(self, match: MatchBufferRegion) -> None:
         source = self.region(match.source)
@@ -383,6 +386,8 @@ class StmtPrinter(ExprPrinter):
             args.append(f"layout={buf.layout.script()}")
         if buf.axis_separators:
             args.append(f"axis_separators={list(buf.axis_separators)}")
+        if buf.annotations:
+            args.append(f"annotations={self.attr_dict(buf.annotations)}")
         return ", ".join(args)
 
 

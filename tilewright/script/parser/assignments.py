@@ -28,6 +28,7 @@ from tilewright.script.parser.frames import (
     BufferType,
     DTypeConstructor,
     EnclosingDirective,
+    LetAnnotation,
     MetaVar,
     VarDecl,
 )
@@ -62,6 +63,8 @@ class AssignmentParser(StatementParser):
             raise self.error(node.target, "an annotated assignment needs a plain name")
         kind = self.eval(node.annotation)
         name = node.target.id
+        if isinstance(kind, LetAnnotation):
+            kind = self._let_kind(node, kind)
         if isinstance(kind, BufferType):
             value = self.eval(node.value) if node.value is not None else kind
             return self._bind(node.target, value, node)
@@ -83,6 +86,17 @@ class AssignmentParser(StatementParser):
 
     # ---- assignment helpers ----------------------------------------------------------------
 
+    def _let_kind(self, node: ast.AnnAssign, let: LetAnnotation) -> DTypeConstructor:
+        """The dtype of ``x: T.let[T.float32] = v``, or of ``v`` for a bare ``x: T.let = v``."""
+        if node.value is None:
+            raise self.error(node, f"T.let binds a value: expected {ast.unparse(node)} = value")
+        if let.kind is not None:
+            return let.kind
+        value = self.eval(node.value)
+        if not isinstance(value, PrimExpr | bool | int | float):
+            raise self.error(node.value, f"expected an expression for T.let, found {value!r}")
+        return DTypeConstructor(str(op.convert(value).dtype))
+
     def _store(self, target: ast.Subscript, value: object, node: ast.stmt) -> Stmt:
         buffer = self.eval(target.value)
         if not isinstance(buffer, Buffer):
@@ -103,6 +117,12 @@ class AssignmentParser(StatementParser):
             raise self.error(
                 node, f"cannot store a {type(value).__name__} into buffer {buffer.name}"
             )
+        if stored.dtype.element != buffer.dtype.element and not (
+            stored.dtype.is_handle or buffer.dtype.is_handle
+        ):
+            # As TVM's parser: a value of another numeric dtype is cast to the buffer's
+            # (``A[i] = i`` into a float32 buffer stores ``T.Cast("float32", i)``).
+            stored = op.cast(stored, buffer.dtype.element.with_lanes(stored.dtype.lanes))
         if stored.dtype.element != buffer.dtype.element:
             raise self.error(
                 node,
@@ -152,6 +172,11 @@ class AssignmentParser(StatementParser):
             return None
         if isinstance(value, VarDecl):
             self.scope.define(name, Var(name, value.dtype))
+            return None
+        is_call = isinstance(node.value, ast.Call)
+        if isinstance(value, DTypeConstructor) and value.type.is_handle and is_call:
+            # ``p = T.handle("float32")``: a pointer variable (for ``T.decl_buffer(data=p)``).
+            self.scope.define(name, Var(name, value.type))
             return None
         if isinstance(value, PrimExpr):
             var = Var(name, value.dtype)

@@ -24,6 +24,7 @@ def prim_func(
     *,
     private: bool = False,
     check_well_formed: bool = True,
+    s_tir: bool = False,
 ) -> Any:
     """Parse a Python function written in script syntax into a ``PrimFunc``.
 
@@ -32,6 +33,8 @@ def prim_func(
         private: accepted for compatibility with TVM's spelling; no effect.
         check_well_formed: accepted for compatibility with TVM's spelling; the parser
             checks what it parses either way.
+        s_tir: TVM's newer marking of a function of schedulable blocks; the function then
+            prints as ``@T.prim_func(s_tir=True)`` with ``T.sblock`` blocks.
 
     Example::
 
@@ -60,8 +63,11 @@ def prim_func(
         raise err.with_traceback(None) from None  # the script's own line is below
 
 
-def ir_module(cls: type) -> IRModule:
+def ir_module(cls: type | None = None, *, s_tir: bool = False) -> Any:
     """An ``IRModule`` of the ``@T.prim_func`` methods of a class, keyed by method name.
+
+    ``@I.ir_module(s_tir=True)`` (TVM's newer spelling) marks every function as
+    ``@T.prim_func(s_tir=True)`` does.
 
     Example::
 
@@ -73,8 +79,10 @@ def ir_module(cls: type) -> IRModule:
         >>> list(Module)
         ['main']
     """
+    if cls is None:
+        return lambda c: ir_module(c, s_tir=s_tir)
     if isinstance(cls, IRModule):
-        return cls
+        return _marked_s_tir(cls) if s_tir else cls
     if not isinstance(cls, type):
         raise TypeError(f"ir_module decorates a class, found {type(cls).__name__}")
     functions: dict[str, PrimFunc] = {}
@@ -87,15 +95,23 @@ def ir_module(cls: type) -> IRModule:
             )
     if not functions:
         raise TypeError(f"ir_module {cls.__name__} has no @T.prim_func methods")
-    return IRModule(functions)
+    module = IRModule(functions)
+    return _marked_s_tir(module) if s_tir else module
 
 
-def from_source(text: str, filename: str = "<string>") -> IRModule | PrimFunc:
+def _marked_s_tir(mod: IRModule) -> IRModule:
+    return IRModule({name: f.replace(spelling="s_tir") for name, f in mod.functions})
+
+
+def from_source(
+    text: str, filename: str = "<string>", *, check_well_formed: bool = True
+) -> IRModule | PrimFunc:
     """Parse script text (as ``mod.script()`` prints it) into an ``IRModule`` or ``PrimFunc``.
 
     The text holds one ``@I.ir_module`` class or one ``@T.prim_func`` function; the names
     ``T``, ``I``, ``tvm``, ``tw`` and ``tilewright`` refer to tilewright's namespaces, and
     import statements of ``tilewright``/``tvm`` modules bind names the same way.
+    ``check_well_formed`` is accepted as TVM's keyword; what is parsed is checked either way.
 
     Example::
 
@@ -290,4 +306,10 @@ def _module_from_class(node: ast.ClassDef, env: dict[str, object], source: Sourc
         functions[item.name] = Parser(source, env).parse_function(item)
     if not functions:
         raise source.error(node, f"ir_module {node.name} has no @T.prim_func methods")
-    return IRModule(functions)
+    module = IRModule(functions)
+    s_tir = any(
+        isinstance(d, ast.Call)
+        and any(k.arg == "s_tir" and getattr(k.value, "value", None) is True for k in d.keywords)
+        for d in node.decorator_list
+    )
+    return _marked_s_tir(module) if s_tir else module

@@ -134,6 +134,14 @@ class VarDecl:
 
 
 @dataclass(frozen=True)
+class LetAnnotation:
+    """``x: T.let[T.float32] = v`` (``kind`` given) or ``x: T.let = v`` (the value's dtype):
+    TVM's explicit spelling of a ``LetStmt``."""
+
+    kind: DTypeConstructor | None = None
+
+
+@dataclass(frozen=True)
 class BufferType:
     """Everything that describes a buffer but its name: what ``T.Buffer((4,), "float32")``
     and ``T.alloc_buffer(...)`` give; ``make`` creates the ``Buffer``."""
@@ -148,6 +156,7 @@ class BufferType:
     offset_factor: int | None = None
     layout: Layout | None = None
     axis_separators: tuple[int, ...] = ()
+    annotations: Attrs = ()
 
     def make(self, name: str) -> Buffer:
         """A new ``Buffer`` called ``name`` with a fresh data variable unless one was given."""
@@ -166,6 +175,7 @@ class BufferType:
             elem_offset=self.elem_offset if self.elem_offset is not None else 0,
             layout=self.layout,
             axis_separators=self.axis_separators,
+            annotations=self.annotations,
             **extra,
         )
 

@@ -57,7 +57,12 @@ class Parser(AssignmentParser):
             (p, self.func.buffer_map[p]) for p in self.func.params if p in self.func.buffer_map
         )
         return PrimFunc(
-            tuple(self.func.params), body, buffer_map, attrs(self.func.attrs), name=node.name
+            tuple(self.func.params),
+            body,
+            buffer_map,
+            attrs(self.func.attrs),
+            name=node.name,
+            spelling=_spelling(node),
         )
 
     def _parameter(self, arg: ast.arg) -> Var:
@@ -112,3 +117,21 @@ class Parser(AssignmentParser):
         return BlockRealize((), IntImm(1, bool_), root)
 
     # ---- bodies ----------------------------------------------------------------------------
+
+
+# TVM's newer names of the block statements; a function written with any prints with them.
+_NEWER_BLOCK_NAMES = frozenset({"sblock", "sblock_attr", "sblock_alloc_buffer"})
+
+
+def _spelling(node: ast.FunctionDef) -> str:
+    """How ``node`` spells blocks: "s_tir" (``@T.prim_func(s_tir=True)``), "sblock" or ""."""
+    for decorator in node.decorator_list:
+        if isinstance(decorator, ast.Call) and any(
+            k.arg == "s_tir" and isinstance(k.value, ast.Constant) and k.value.value is True
+            for k in decorator.keywords
+        ):
+            return "s_tir"
+    newer = any(
+        isinstance(n, ast.Attribute) and n.attr in _NEWER_BLOCK_NAMES for n in ast.walk(node)
+    )
+    return "sblock" if newer else ""

@@ -8,6 +8,7 @@ encloses the rest of the body (``LetStmt``, ``Allocate``).
 from __future__ import annotations
 
 import ast
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -52,6 +53,8 @@ from tilewright.script.parser.frames import (
     LoopFrame,
     WhereDirective,
 )
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -320,11 +323,11 @@ class StatementParser(ExpressionEvaluator):
         return found
 
     def _check_reduction(self, builder: BlockBuilder, block: Block, node: ast.With) -> None:
-        """A block with ``T.init()`` is a reduction: an iterator that does not index what the
-        block writes is a reduction iterator (were it spatial, the init would run on every
-        step, leaving only the last step's value), and, when the script leaves the writes to
-        inference, the init writes only what the body writes (explicit ``T.writes`` are taken
-        as stated)."""
+        """A block with ``T.init()``: when the script leaves the writes to inference, the init
+        writes only what the body writes (explicit ``T.writes`` are taken as stated). A block
+        of spatial iterators only is accepted, as TVM accepts it: without a reduce iterator
+        the init runs at every step; when an iterator does not index what the block writes
+        (so only the last step's value stays), a warning names it and the likely fix."""
         from tilewright.arith.region import block_access_regions
 
         assert block.init is not None
@@ -361,12 +364,13 @@ class StatementParser(ExpressionEvaluator):
         else:
             fix = f"{block.iter_vars[first].var.name} = T.axis.reduce(...)"
         verb, should = ("does", "it should be") if len(unused) == 1 else ("do", "each should be")
-        raise self.error(
+        warning = self.error(
             where,
             f"block {block.name!r} has T.init() but no reduction iterator: {names} {verb} "
-            f'not index what the block writes ({outputs_text}), so {should} "R"; '
-            f"expected {fix}",
+            f"not index what the block writes ({outputs_text}), so, as in TVM, the init runs "
+            f'at every step; for a reduction {should} "R": {fix}',
         )
+        logger.warning("%s", warning)
 
     def visit_Assert(self, node: ast.Assert) -> Wrap:
         cond = self.eval(node.test)

@@ -17,6 +17,7 @@ from tilewright.script.tir.blocks import (
     init,
     reads,
     sblock,
+    sblock_attr,
     where,
     writes,
 )

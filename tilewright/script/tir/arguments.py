@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import cast
+import functools
+from collections.abc import Callable, Sequence
+from typing import ParamSpec, TypeVar, cast
 
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
@@ -12,6 +13,45 @@ from tilewright.ir.expr import Add, BufferLoad, IntImm, PrimExpr, Range
 from tilewright.ir.stmt import AttrValue
 from tilewright.ir.structural import structural_equal
 from tilewright.script.parser.frames import DTypeConstructor
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def dtype_forward(func: Callable[..., _R]) -> Callable[..., _R]:
+    """``func`` that also takes its leading dtype as ``dtype=``, as TVM's call builtins do.
+
+    Example::
+
+        >>> call_extern = dtype_forward(call_extern)
+        >>> call_extern("fmaxf", x, y, dtype="float32")  # == call_extern("float32", "fmaxf", x, y)
+    """
+
+    @functools.wraps(func)
+    def forward(*values: object, **kwargs: object) -> _R:
+        if "dtype" in kwargs:
+            values = (kwargs.pop("dtype"), *values)
+        return func(*values, **kwargs)
+
+    return forward
+
+
+def dtype_ignored(func: Callable[_P, _R]) -> Callable[..., _R]:
+    """``func`` that accepts and drops ``dtype=``, as TVM's builtins whose result dtype is
+    fixed (``T.tvm_access_ptr``, ``T.call_packed``, ...) do.
+
+    Example::
+
+        >>> tvm_access_ptr = dtype_ignored(tvm_access_ptr)
+        >>> tvm_access_ptr(T.type_annotation("float32"), A.data, 0, 4, 1, dtype="handle")
+    """
+
+    @functools.wraps(func)
+    def drop(*values: object, **kwargs: object) -> _R:
+        kwargs.pop("dtype", None)
+        return func(*values, **kwargs)  # type: ignore[arg-type]  # func's own check names it
+
+    return drop
 
 
 def _describe(value: object) -> str:

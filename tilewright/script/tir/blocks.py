@@ -26,7 +26,10 @@ def block(name: str = "", no_realize: bool = False) -> BlockFrame:
     return BlockFrame(name)
 
 
-sblock = block
+def sblock(name: str = "", no_realize: bool = False) -> BlockFrame:
+    """``with T.sblock("C"):``: TVM's newer name of ``T.block`` (a function written with it
+    prints with it)."""
+    return block(name, no_realize)
 
 
 def init() -> InitFrame:
@@ -120,6 +123,11 @@ def where(predicate: object) -> WhereDirective:
 def block_attr(attrs: object) -> AttrDirective:
     """``T.block_attr({"meta_schedule.unroll": 16})``: annotations of the enclosing block."""
     return AttrDirective(False, args.attr_dict(attrs, "T.block_attr"))
+
+
+def sblock_attr(attrs: object) -> AttrDirective:
+    """``T.sblock_attr({...})``: TVM's newer name of ``T.block_attr``."""
+    return AttrDirective(False, args.attr_dict(attrs, "T.sblock_attr"))
 
 
 def func_attr(attrs: object) -> AttrDirective:

@@ -11,6 +11,7 @@ from tilewright.ir.expr import PrimExpr, Var
 from tilewright.ir.layout import Layout
 from tilewright.ir.node import Node
 from tilewright.ir.scope import unknown_scope_message
+from tilewright.ir.stmt import attrs
 from tilewright.ir.structural import structural_equal
 from tilewright.script.parser.errors import ArgumentError
 from tilewright.script.parser.frames import BufferDecl, BufferType
@@ -40,6 +41,7 @@ def _maker(name: str, wrap: Callable[[BufferType], _Made], doc: str) -> Callable
         buffer_type: str = "default",
         axis_separators: object = None,
         layout: Layout | None = None,
+        annotations: object = None,
     ) -> _Made:
         if isinstance(data, BufferNode) and where == "T.Buffer":
             # ``T.Buffer(shape, dtype, data=B)`` over ``B = T.allocate(...)``: that storage.
@@ -54,6 +56,8 @@ def _maker(name: str, wrap: Callable[[BufferType], _Made], doc: str) -> Callable
             data = data.data  # ``data=B`` over ``B = T.allocate_const(...)``: its storage
         if data is not None and not isinstance(data, Var):
             raise TypeError(f"{where}: data must be a handle variable, found {type(data).__name__}")
+        if annotations is not None and name not in ("alloc_buffer", "decl_buffer"):
+            raise ArgumentError(f"{where} takes no annotations", keyword="annotations")
         if scope == "":
             scope = "global"  # TVM reads an empty scope as global
         problem = unknown_scope_message(scope)
@@ -70,6 +74,7 @@ def _maker(name: str, wrap: Callable[[BufferType], _Made], doc: str) -> Callable
             offset_factor=args.int_value(offset_factor, f"{where} offset_factor"),
             layout=layout,
             axis_separators=_separators(axis_separators, where),
+            annotations=attrs(args.attr_dict(annotations or {}, f"{where} annotations")),
         )
         return wrap(spec)
 

@@ -47,6 +47,7 @@ tvm_fill_fragment, tvm_load_matrix_sync, tvm_mma_sync, tvm_bmma_sync, tvm_store_
 )
 
 
+@args.dtype_ignored
 def call_packed(name: object, *values: object) -> PrimExpr:
     """``T.call_packed("f", A.data, n)``: a call of a packed function of TVM's runtime
     (parsed and printed; building it is refused, there is no packed-function runtime)."""
@@ -56,6 +57,7 @@ def call_packed(name: object, *values: object) -> PrimExpr:
     return intrinsics.CALL_PACKED.call(StringImm(name), *operands)
 
 
+@args.dtype_ignored
 def address_of(load: object) -> PrimExpr:
     """``T.address_of(A[i])``: the address of one buffer element."""
     if not isinstance(load, BufferLoad):
@@ -68,6 +70,7 @@ def type_annotation(dtype: object) -> PrimExpr:
     return Call(args.dtype_of(dtype, "T.type_annotation"), "type_annotation", ())
 
 
+@args.dtype_ignored
 def tvm_access_ptr(
     ptype: object, data: object, offset: object, extent: object, mask: object
 ) -> PrimExpr:
@@ -126,6 +129,7 @@ def allocate(
     return BufferDecl("decl", BufferType(shape, args.dtype_of(dtype, "T.allocate"), scope=scope))
 
 
+@args.dtype_ignored
 def tvm_storage_sync(scope: object = "shared") -> PrimExpr:
     """``T.tvm_storage_sync("shared")``: the block-wide barrier (``__syncthreads()``)."""
     if scope != "shared":

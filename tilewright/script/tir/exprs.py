@@ -5,13 +5,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from tilewright.ir import expr as ir
 from tilewright.ir import intrinsics, op
 from tilewright.ir.expr import Call, PrimExpr, StringImm, Var
 from tilewright.ir.node import Node
 from tilewright.ir.stmt import Evaluate, IterKind, IterVar
-from tilewright.script.parser.frames import AttrFrame, LetFrame, VarDecl
+from tilewright.script.parser.frames import (
+    AttrFrame,
+    DTypeConstructor,
+    LetAnnotation,
+    LetFrame,
+    VarDecl,
+)
 from tilewright.script.tir import arguments as args
 
 
@@ -71,6 +78,7 @@ shift_left = _intrinsic(intrinsics.SHIFT_LEFT, "``T.shift_left(a, b)``: ``a << b
 shift_right = _intrinsic(intrinsics.SHIFT_RIGHT, "``T.shift_right(a, b)``: ``a >> b``.")
 
 
+@args.dtype_ignored
 def ceildiv(a: object, b: object) -> PrimExpr:
     """``T.ceildiv(a, b)``: ``(a + b - 1) // b`` for integers (TVM's name)."""
     x, y = args.expr(a, "T.ceildiv"), args.expr(b, "T.ceildiv")
@@ -140,21 +148,25 @@ def min(a: object, b: object) -> PrimExpr:
     return op.min_value(args.expr(a, "T.min"), args.expr(b, "T.min"))
 
 
+@args.dtype_ignored
 def truncdiv(a: object, b: object) -> PrimExpr:
     """``T.truncdiv(a, b)``: integer division rounding toward zero (``Div``)."""
     return op.truncdiv(args.expr(a, "T.truncdiv"), args.expr(b, "T.truncdiv"))
 
 
+@args.dtype_ignored
 def truncmod(a: object, b: object) -> PrimExpr:
     """``T.truncmod(a, b)``: remainder of ``truncdiv`` (``Mod``)."""
     return op.truncmod(args.expr(a, "T.truncmod"), args.expr(b, "T.truncmod"))
 
 
+@args.dtype_ignored
 def floordiv(a: object, b: object) -> PrimExpr:
     """``T.floordiv(a, b)``: the same as ``a // b``."""
     return op.floordiv(args.expr(a, "T.floordiv"), args.expr(b, "T.floordiv"))
 
 
+@args.dtype_ignored
 def floormod(a: object, b: object) -> PrimExpr:
     """``T.floormod(a, b)``: the same as ``a % b``."""
     return op.floormod(args.expr(a, "T.floormod"), args.expr(b, "T.floormod"))
@@ -222,17 +234,33 @@ def Let(body: object, where: dict[Var, object]) -> PrimExpr:
     return result
 
 
-def let(var: object, value: object, body: object = None) -> PrimExpr | LetFrame:
-    """``T.let(x, v, body)`` is a ``Let`` expression; ``with T.let(x, v):`` a ``LetStmt``
-    (``with T.let(T.int32(), v) as x:`` names a new variable)."""
-    if isinstance(var, VarDecl) and body is None:
-        return LetFrame(None, op.convert(args.expr(value, "T.let"), var.dtype))
-    if not isinstance(var, Var):
-        raise TypeError(f"T.let: expected a variable (x = T.int32()), found {var!r}")
-    val = op.convert(args.expr(value, "T.let"), var.dtype)
-    if body is None:
-        return LetFrame(var, val)
-    return ir.Let(var, val, args.expr(body, "T.let"))
+@dataclass(frozen=True)
+class _Let(LetAnnotation):
+    """``T.let``: called, a ``Let`` expression or a ``LetStmt`` frame; subscripted
+    (``x: T.let[T.float32] = v``) or bare (``x: T.let = v``), a let-binding annotation."""
+
+    def __call__(self, var: object, value: object, body: object = None) -> PrimExpr | LetFrame:
+        """``T.let(x, v, body)`` is a ``Let`` expression; ``with T.let(x, v):`` a ``LetStmt``
+        (``with T.let(T.int32(), v) as x:`` names a new variable)."""
+        if isinstance(var, VarDecl) and body is None:
+            return LetFrame(None, op.convert(args.expr(value, "T.let"), var.dtype))
+        if not isinstance(var, Var):
+            raise TypeError(f"T.let: expected a variable (x = T.int32()), found {var!r}")
+        val = op.convert(args.expr(value, "T.let"), var.dtype)
+        if body is None:
+            return LetFrame(var, val)
+        return ir.Let(var, val, args.expr(body, "T.let"))
+
+    def __getitem__(self, kind: object) -> LetAnnotation:
+        if not isinstance(kind, DTypeConstructor):
+            raise TypeError(f"T.let[...]: expected a dtype such as T.float32, found {kind!r}")
+        return LetAnnotation(kind)
+
+    def __repr__(self) -> str:
+        return "T.let"
+
+
+let = _Let()
 
 
 def evaluate(value: object) -> Evaluate:
@@ -240,6 +268,7 @@ def evaluate(value: object) -> Evaluate:
     return Evaluate(args.expr(value, "T.evaluate"))
 
 
+@args.dtype_forward
 def call_intrin(dtype: object, op_name: object, *values: object) -> PrimExpr:
     """``T.call_intrin("float32", "my_op", x)``: a call to the intrinsic named ``op_name``."""
     if not isinstance(op_name, str):
@@ -266,6 +295,7 @@ def likely(cond: object, dtype: object = None) -> PrimExpr:
     return intrinsics.LIKELY.call(args.expr(cond, "T.likely"))
 
 
+@args.dtype_forward
 def call_extern(dtype: object, func_name: object, *values: object) -> PrimExpr:
     """``T.call_extern("int32", "dot4", C.data, ...)``: a call of the external C function
     ``func_name`` (its source given with ``sch.annotate(loop, "pragma_import_c", source)``)."""

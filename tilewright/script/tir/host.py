@@ -133,6 +133,7 @@ def prefetch(buffer: object, bounds: object) -> Prefetch:
     return Prefetch(buffer, tuple(bounds))
 
 
+@args.dtype_ignored
 def isnullptr(value: object) -> PrimExpr:
     """``T.isnullptr(A.data)``: whether the handle is NULL."""
     x = args.expr(value, "T.isnullptr")
@@ -141,6 +142,7 @@ def isnullptr(value: object) -> PrimExpr:
     return intrinsics.ISNULLPTR.call(x)
 
 
+@args.dtype_forward
 def call_pure_extern(dtype: object, func_name: object, *values: object) -> PrimExpr:
     """``T.call_pure_extern("float32", "fabsf", x)``: ``T.call_extern`` of a function without
     side effects."""
@@ -152,6 +154,7 @@ def call_pure_extern(dtype: object, func_name: object, *values: object) -> PrimE
     return intrinsics.CALL_PURE_EXTERN.call(StringImm(func_name), *operands, dtype=result)
 
 
+@args.dtype_ignored
 def call_cpacked(name: object, *values: object) -> PrimExpr:
     """``T.call_cpacked("f", A.data, n)``: a direct C call of a packed function (TVM's C
     runtime ABI; parsed and printed, not built)."""
@@ -169,6 +172,7 @@ def _llvm(intrinsic: intrinsics.Intrinsic, name: str) -> Callable[..., PrimExpr]
         return intrinsic.call(*operands, dtype=result)
 
     call.__name__ = call.__qualname__ = name
+    call = args.dtype_forward(call)
     call.__doc__ = (
         f'``T.{name}("float32", "llvm.sqrt", x)``: a call of an LLVM intrinsic, named or '
         "numbered (parsed and printed; the c target refuses it)."
@@ -196,7 +200,7 @@ def _host(intrinsic: intrinsics.Intrinsic, doc: str) -> Callable[..., PrimExpr]:
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = doc + " (TVM's packed-call ABI; parsed and printed, not built)"
-    return call
+    return args.dtype_ignored(call)
 
 
 tvm_struct_set = _host(
