@@ -433,6 +433,13 @@ def _check_loops(
             )
 
 
+def _same_vars(a: tuple[PrimExpr, ...], b: tuple[PrimExpr, ...]) -> bool:
+    """The indices use the same variables in the same places (structural equality alone
+    would match ``[vi, vj]`` with ``[vj, vi]``)."""
+    found_a, found_b = collect_vars(a), collect_vars(b)
+    return len(found_a) == len(found_b) and all(x is y for x, y in zip(found_a, found_b))
+
+
 def _pattern(site: Site, block: Block) -> tuple[BufferStore, PrimExpr, str]:
     """``B[idx] = B[idx] <op> rhs`` with init ``B[idx] = identity``: the store, rhs and op."""
     body, init = block.body, block.init
@@ -452,6 +459,7 @@ def _pattern(site: Site, block: Block) -> tuple[BufferStore, PrimExpr, str]:
         isinstance(init, BufferStore)
         and init.buffer is body.buffer
         and structural_equal(init.indices, body.indices)
+        and _same_vars(init.indices, body.indices)
     ):
         where = (
             f"{init.buffer.name}{list(init.indices)}"
