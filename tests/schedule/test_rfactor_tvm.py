@@ -74,6 +74,27 @@ def test_rfactor_refuses_a_store_at_a_reduction_iterator() -> None:
 
 
 @T.prim_func
+def sum_after_a_writer(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("B0"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = T.float32(0)
+    for i, k in T.grid(8, 8):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+def test_rfactor_refuses_a_block_that_is_not_the_only_writer() -> None:
+    sch = Schedule(sum_after_a_writer)
+    _, k = sch.get_loops("B")
+    error = check_refused(sch, lambda: sch.rfactor(k, 0), "'B0' also writes buffer 'B'")
+    assert error.rule == "single-writer"
+
+
+@T.prim_func
 def sum_parallel_reduction(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8,), "float32")):
     for i in range(8):
         for k in T.parallel(8):
@@ -89,6 +110,7 @@ def test_rfactor_refuses_a_loop_that_is_not_serial() -> None:
     _, k = sch.get_loops("B")
     error = check_refused(sch, lambda: sch.rfactor(k, 0), "loop 'k' is parallel, not serial")
     assert error.rule == "serial-loop"
+    assert "TVM: The input loop of rfactor is required to be `kSerial`" in str(error)
 
 
 @T.prim_func

@@ -27,7 +27,12 @@ from tilewright.ir.stmt import (
     seq,
 )
 from tilewright.ir.structural import structural_equal
-from tilewright.schedule.dataflow import check_reduction_in_scope, scope_blocks
+from tilewright.schedule.dataflow import (
+    check_reduction_in_scope,
+    check_single_writer,
+    scope_blocks,
+    scope_path,
+)
 from tilewright.schedule.error import ScheduleError, register_rules
 from tilewright.schedule.region import access_regions, relax_region
 from tilewright.schedule.tree import Path, Site, loop_domain, rebuild, update, walk, with_child
@@ -262,8 +267,8 @@ def _check_reduction_block(
     site: Site, realize: BlockRealize, nest: list[For]
 ) -> tuple[set[Var], set[Var]]:
     """TVM's reduction block: an init, spatial and reduction iterators only, quasi-affine
-    bindings, and stores at spatial iterators. Returns the loop variables that the spatial
-    and the reduction iterators use."""
+    bindings, the only writer of its outputs, and stores at spatial iterators. Returns the
+    loop variables that the spatial and the reduction iterators use."""
     block = realize.block
     func = site.func
     if block.init is None:
@@ -300,6 +305,7 @@ def _check_reduction_block(
             func,
             block,
         )
+    check_single_writer("rfactor", site, scope_blocks(scope_path(site)), block)
     for region in block.writes:
         for rng in region.region:
             stray = [v for v in collect_vars((rng.min, rng.extent)) if v in reduce_iters]
