@@ -482,3 +482,35 @@ def test_decompose_reduction_as_tvm_prints_it() -> None:
     init = sch.decompose_reduction("B", i)
     assert sch.get(init).name == "B_init"  # type: ignore[union-attr]
     check_schedule(sch, annotated_sum, annotated_sum_decomposed)
+
+
+@T.prim_func
+def row_sum_fused(A: T.Buffer((6, 10), "float32"), B: T.Buffer((6,), "float32")):
+    for f in range(60):
+        with T.block("B"):
+            vi = T.axis.spatial(6, f // 10)
+            vk = T.axis.reduce(10, f % 10)
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+@T.prim_func
+def row_sum_fused_decomposed(A: T.Buffer((6, 10), "float32"), B: T.Buffer((6,), "float32")):
+    for f_init in range(60):
+        with T.block("B_init"):
+            vi = T.axis.spatial(6, f_init // 10)
+            B[vi] = T.float32(0)
+    for f in range(60):
+        with T.block("B_update"):
+            vi = T.axis.spatial(6, f // 10)
+            vk = T.axis.reduce(10, f % 10)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+def test_decompose_reduction_at_a_loop_driving_both_kinds() -> None:
+    # As TVM: the init nest copies the fused loop and ends before the first update.
+    sch = Schedule(row_sum_fused)
+    (f,) = sch.get_loops("B")
+    sch.decompose_reduction("B", f)
+    check_schedule(sch, row_sum_fused, row_sum_fused_decomposed)

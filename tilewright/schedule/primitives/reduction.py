@@ -26,8 +26,9 @@ __all__ = ["decompose_reduction", "rfactor"]
 
 def decompose_reduction(block_site: Site, loop_site: Site) -> tuple[PrimFunc, str, str]:
     """Move the block's init into a new block ``<name>_init`` placed just before ``loop``,
-    under copies (``<loop>_init``) of the loops between ``loop`` and the block that drive no
-    reduction iterator; the block, now without init, is renamed ``<name>_update``.
+    under copies (``<loop>_init``, without annotations) of the loops from ``loop`` down to
+    the block that its spatial bindings use, with the block's spatial iterators and
+    annotations; the block, now without init, is renamed ``<name>_update``.
 
     Returns the function, the init block's name and the update block's new name.
 
@@ -78,25 +79,13 @@ def decompose_reduction(block_site: Site, loop_site: Site) -> tuple[PrimFunc, st
     below = [s for s in block_site.path[position:-2] if isinstance(s, For)]
     scope_loops = {f.loop_var for f in (*above, *below)}
     check_reduction_in_scope("decompose_reduction", block_site, realize, scope_loops)
-    # As TVM does, the init runs under copies of the loops its spatial bindings use;
-    # the others (reduction loops, loops that drive nothing) are dropped.
-    init_uses: set[Var] = set()
-    for iv, value in zip(block.iter_vars, realize.iter_values):
-        if iv.kind is not IterKind.REDUCE:
-            init_uses.update(collect_vars(value))
+    # As TVM does, the init runs under copies of the loops its spatial bindings use (a
+    # loop that also drives a reduction iterator too: the init nest ends before the updates
+    # begin); the others (reduction loops, loops that drive nothing) are dropped.
     copied: list[For] = []
     mapping: dict[Var, PrimExpr] = {}
     for f in below:
-        if f.loop_var in reduce_vars and f.loop_var in spatial_vars:
-            raise ScheduleError(
-                "decompose_reduction",
-                "location",
-                f"loop {f.loop_var.name!r} drives both spatial and reduction iterators of "
-                f"block {block.name!r}",
-                func,
-                f,
-            )
-        if f.loop_var not in init_uses:
+        if f.loop_var not in spatial_vars:
             continue
         var = Var(f"{f.loop_var.name}_init", f.loop_var.dtype)
         mapping[f.loop_var] = var
