@@ -349,6 +349,30 @@ def test_rfactor_of_a_block_after_a_sibling_is_refused() -> None:
     assert error.rule == "rfactor-block"
 
 
+@T.prim_func
+def sum_beside_a_copy(
+    A: T.Buffer((4, 8), "float32"), B: T.Buffer((4,), "float32"), D: T.Buffer((4, 2), "float32")
+):
+    for i, k_0 in T.grid(4, 2):
+        for k_1 in range(4):
+            with T.block("B"):
+                vi = T.axis.spatial(4, i)
+                vk = T.axis.reduce(8, k_0 * 4 + k_1)
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vi, vk]
+        with T.block("D"):
+            vi, vj = T.axis.remap("SS", [i, k_0])
+            D[vi, vj] = A[vi, vj]
+
+
+def test_rfactor_refuses_a_sibling_under_a_reduction_loop() -> None:
+    sch = Schedule(sum_beside_a_copy)
+    _, _, k_1 = sch.get_loops("B")
+    error = check_refused(sch, lambda: sch.rfactor(k_1, 0), "'k_0', the outermost .* 2 blocks")
+    assert error.rule == "rfactor-block"
+
+
 # ---- output form -----------------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 
 from tilewright.arith.analyzer import Analyzer
+from tilewright.arith.int_set import IntervalSet
 from tilewright.arith.iter_map import is_affine
 from tilewright.arith.region import block_access_regions
 from tilewright.ir import op
@@ -338,33 +339,36 @@ def _check_stage_pipeline(site: Site, scope: Path) -> None:
                 _domain(consumer.path, len(scope)),
                 ana,
             )
-            have = None
+            have: list[IntervalSet] | None = None
             for producer in producers:
-                got = relax_region(
+                written = relax_region(
                     access_regions(producer.realize, read.buffer, reads=False),
                     _domain(producer.path, len(scope)),
                     ana,
                 )
-                if got is None:
+                if written is None:
                     continue
-                have = got if have is None else [a.union(b, ana) for a, b in zip(have, got)]
+                have = written if have is None else [a.union(b, ana) for a, b in zip(have, written)]
             if need is None or have is None:
                 continue
-            for want, got in zip(need, have):
-                low = (want.min_value, got.min_value)
-                high = (want.max_value, got.max_value)
-                short = (None not in low and ana.can_prove(op.lt(low[0], low[1]))) or (
-                    None not in high and ana.can_prove(op.gt(high[0], high[1]))
+            if any(_beyond(want, got, ana) for want, got in zip(need, have)):
+                raise ScheduleError(
+                    "rfactor",
+                    "stage-pipeline",
+                    f"block {consumer.block.name!r} reads {read.buffer.name!r} beyond what "
+                    "its producers in the scope write",
+                    site.func,
+                    consumer.block,
                 )
-                if short:
-                    raise ScheduleError(
-                        "rfactor",
-                        "stage-pipeline",
-                        f"block {consumer.block.name!r} reads {read.buffer.name!r} beyond what "
-                        "its producers in the scope write",
-                        site.func,
-                        consumer.block,
-                    )
+
+
+def _beyond(want: IntervalSet, got: IntervalSet, ana: Analyzer) -> bool:
+    """Whether ``want`` provably reaches outside ``got`` (unknown bounds: no)."""
+    low, floor = want.min_value, got.min_value
+    high, ceiling = want.max_value, got.max_value
+    if low is not None and floor is not None and ana.can_prove(op.lt(low, floor)):
+        return True
+    return high is not None and ceiling is not None and ana.can_prove(op.gt(high, ceiling))
 
 
 def _domain(path: Path, start: int) -> dict[Var, Range]:
@@ -481,8 +485,7 @@ def _pattern(site: Site, block: Block) -> tuple[BufferStore, PrimExpr, str]:
             block,
         )
     value = init.value
-    constant = isinstance(value, IntImm | FloatImm)
-    if not constant or (kind in _IDENTITY and value.value != _IDENTITY[kind]):  # type: ignore[union-attr]
+    if not isinstance(value, IntImm | FloatImm) or value.value != _IDENTITY.get(kind, value.value):
         raise ScheduleError(
             "rfactor",
             "reducer-identity",
