@@ -713,13 +713,13 @@ def row_sum_rf_outer(A: T.Buffer((4, 16), "float32"), A_red: T.Buffer((4,), "flo
     A_red_rf = T.alloc_buffer((4, 2))
     for i0, k_0, k_1 in T.grid(4, 2, 8):
         with T.block("A_red_rf"):
-            v0, vk_0, vk_1 = T.axis.remap("SSR", [i0, k_0, k_1])
+            vk_0, v0, vk_1 = T.axis.remap("SSR", [k_0, i0, k_1])
             with T.init():
                 A_red_rf[v0, vk_0] = T.float32(0)
             A_red_rf[v0, vk_0] = A_red_rf[v0, vk_0] + A[v0, vk_0 * 8 + vk_1]
     for i0, k_0 in T.grid(4, 2):
         with T.block("A_red"):
-            v0, vk_0 = T.axis.remap("SR", [i0, k_0])
+            vk_0, v0 = T.axis.remap("RS", [k_0, i0])
             T.block_attr({"meta_schedule.random_compute_producer": 1})
             with T.init():
                 A_red[v0] = T.float32(0)
@@ -732,13 +732,13 @@ def row_sum_rf_inner(A: T.Buffer((4, 16), "float32"), A_red: T.Buffer((4,), "flo
     A_red_rf = T.alloc_buffer((4, 8))
     for i0, k_0, k_1 in T.grid(4, 2, 8):
         with T.block("A_red_rf"):
-            v0, vk_0, vk_1 = T.axis.remap("SRS", [i0, k_0, k_1])
+            vk_1, v0, vk_0 = T.axis.remap("SSR", [k_1, i0, k_0])
             with T.init():
                 A_red_rf[v0, vk_1] = T.float32(0)
             A_red_rf[v0, vk_1] = A_red_rf[v0, vk_1] + A[v0, vk_0 * 8 + vk_1]
     for i0, k_1 in T.grid(4, 8):
         with T.block("A_red"):
-            v0, vk_1 = T.axis.remap("SR", [i0, k_1])
+            vk_1, v0 = T.axis.remap("RS", [k_1, i0])
             T.block_attr({"meta_schedule.random_compute_producer": 1})
             with T.init():
                 A_red[v0] = T.float32(0)

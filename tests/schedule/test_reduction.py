@@ -75,13 +75,13 @@ def row_sum_rfactor(A: T.Buffer((6, 10), "float32"), B: T.Buffer((6,), "float32"
     B_rf = T.alloc_buffer((5, 6))
     for i, k_0, k_1 in T.grid(6, 2, 5):
         with T.block("B_rf"):
-            vi, vk_0, vk_1 = T.axis.remap("SRS", [i, k_0, k_1])
+            vk_1, vi, vk_0 = T.axis.remap("SSR", [k_1, i, k_0])
             with T.init():
                 B_rf[vk_1, vi] = T.float32(0)
             B_rf[vk_1, vi] = B_rf[vk_1, vi] + A[vi, vk_0 * 5 + vk_1]
     for i, k_1 in T.grid(6, 5):
         with T.block("B"):
-            vi, vk_1 = T.axis.remap("SR", [i, k_1])
+            vk_1, vi = T.axis.remap("RS", [k_1, i])
             with T.init():
                 B[vi] = T.float32(0)
             B[vi] = B[vi] + B_rf[vk_1, vi]
@@ -101,13 +101,13 @@ def total_max_rfactor(A: T.Buffer((7, 9), "float32"), B: T.Buffer((1,), "float32
     B_rf = T.alloc_buffer((7, 1))
     for i, k0, k1 in T.grid(1, 7, 9):
         with T.block("B_rf"):
-            vi, vk0, vk1 = T.axis.remap("SSR", [i, k0, k1])
+            vk0, vi, vk1 = T.axis.remap("SSR", [k0, i, k1])
             with T.init():
                 B_rf[vk0, vi] = T.float32(-1e30)
             B_rf[vk0, vi] = T.max(B_rf[vk0, vi], A[vk0, vk1])
     for i, k0 in T.grid(1, 7):
         with T.block("B"):
-            vi, vk0 = T.axis.remap("SR", [i, k0])
+            vk0, vi = T.axis.remap("RS", [k0, i])
             with T.init():
                 B[vi] = T.float32(-1e30)
             B[vi] = T.max(B[vi], B_rf[vk0, vi])

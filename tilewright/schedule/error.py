@@ -76,9 +76,13 @@ RULES = {
     "single-producer": "reverse_compute_inline needs a block reading one producer's buffer",
     "single-consumer": "reverse_compute_inline needs the only consumer of the buffer",
     "reduction-pattern": "rfactor needs B[...] = B[...] op rhs with op one of +, *, max, min",
-    "rfactor-block": "the loop must hold exactly one block (and its nest no other)",
+    "rfactor-block": (
+        "the loop must hold exactly one block; for rfactor, the block comes first under its "
+        "outermost loop, and the outermost loop driving a reduction iterator holds no other"
+    ),
     "rfactor-loop": (
-        "the rfactor loop drives reduction iterators only, and no loop drives both kinds"
+        "the rfactor loop drives no spatial iterator (nor, in a sum or product, does it drive "
+        "nothing with an extent above 1), and no loop drives both kinds"
     ),
     "reduction-scope": (
         "a reduction whose iterators are bound to an enclosing block's iterators cannot be "

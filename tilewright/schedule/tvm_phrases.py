@@ -112,6 +112,39 @@ PHRASES: tuple[Phrase, ...] = (
     Phrase("location", "Not all required blocks are under the loop scope", when="has no"),
     Phrase("same-scope", "Expected the block and loop to be under the same block scope"),
     Phrase("reduction-block", "Not a reduction block"),
+    Phrase("reduction-index", "Not a reduction block"),
+    Phrase("stage-pipeline", "The scope root is not a stage pipeline"),
+    Phrase("serial-loop", "The input loop of rfactor is required to be `kSerial`"),
+    Phrase("init-update", "No matched reducer for the identity and the combiner"),
+    Phrase("reducer-identity", "No matched reducer for the identity and the combiner"),
+    Phrase(
+        "unbound-loop",
+        "A loop who has extent greater than one and is not bound to any block iter should not "
+        "appear under a reduction loop",
+    ),
+    Phrase(
+        "rfactor-block",
+        "The reduction block should be the first child block of the outermost loop outside of it",
+        when="is not the first block",
+    ),
+    Phrase(
+        "rfactor-loop",
+        "The loops outside of the reduction block are required not to be touched by both data "
+        "parallel block iters and reduction block iters",
+        when="both spatial and reduction",
+    ),
+    Phrase(
+        "rfactor-loop",
+        "The loop to be applied rfactor is required not to be touched by any data parallel "
+        "block iter of the block",
+        when="no spatial one",
+    ),
+    Phrase(
+        "argument",
+        "The input `factor_axis` is out of range",
+        primitive="rfactor",
+        when="factor_axis",
+    ),
     Phrase("storage-scope", "The input storage scope is invalid"),
     Phrase("buffer-index", "The input `buffer_index` is out of range", when="out of range"),
     Phrase("root-block", "Cannot operate on the root block"),
