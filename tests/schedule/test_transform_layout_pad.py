@@ -125,11 +125,6 @@ def test_what_padding_needs() -> None:
     )
     assert error.rule == "pad-value"
     check_refused(
-        sch,
-        lambda: sch.transform_layout("B", "B", split, pad_value=IntImm(0, dtype("int8"))),
-        "has dtype int8; buffer 'B' holds int32",
-    )
-    check_refused(
         sch, lambda: sch.transform_layout("B", "B", split, pad_value=0.5), "is not an integer"
     )
     n = Var("n", dtype("int32"))
@@ -147,6 +142,35 @@ def test_what_padding_needs() -> None:
         lambda: sch.transform_layout("B", "B", split, pad_value=lambda i, j: (i, j)),
         "must take the 2 new indices and give one value",
     )
+
+
+def test_a_pad_value_of_another_dtype_is_refused() -> None:
+    # TVM's TransformationPaddingTypeError: the pad value's dtype is the buffer's.
+    sch = Schedule(row_sums)
+    split = lambda i: (i // 4, i % 4)
+    error = check_refused(
+        sch,
+        lambda: sch.transform_layout("B", "B", split, pad_value=IntImm(0, dtype("int8"))),
+        "has dtype int8; buffer 'B' holds int32",
+    )
+    assert error.rule == "pad-value-dtype"
+    sch = Schedule(copy_twice)
+    error = check_refused(
+        sch,
+        lambda: sch.transform_layout("B", ("write", 0), split, pad_value=T.float16(1)),
+        "has dtype float16; buffer 'B' holds float32",
+    )
+    assert error.rule == "pad-value-dtype"
+    # A function of the new indices gives int32 values: not a float32 buffer's.
+    error = check_refused(
+        sch,
+        lambda: sch.transform_layout("B", ("write", 0), split, pad_value=lambda i, j: i + j),
+        "gives int32 values; buffer 'B' holds float32",
+    )
+    assert error.rule == "pad-value-dtype"
+    # The same value as a float32 constant is taken.
+    sch.transform_layout("B", ("write", 0), split, pad_value=T.float32(1.5))
+    check_schedule(sch, copy_twice, copy_twice_padded)
 
 
 @T.prim_func

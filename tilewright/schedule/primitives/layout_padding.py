@@ -47,6 +47,10 @@ register_rules(
             "buffer's dtype or an integer function of the new indices that reads no buffer; "
             "the index map must then be affine (splits of the old dimensions)"
         ),
+        "pad-value-dtype": (
+            "as in TVM, a typed pad_value (T.float16(0), a function of the new indices, whose "
+            "values are int32) must have the buffer's dtype; plain Python numbers take it"
+        ),
     }
 )
 
@@ -141,7 +145,9 @@ def normalize_pad_value(buffer: Buffer, value: object, ndim: int) -> PadValue:
     if isinstance(value, IntImm | FloatImm):
         if value.dtype != dtype:
             raise _refuse(
-                f"pad_value {value!r} has dtype {value.dtype}; buffer {buffer.name!r} holds {dtype}"
+                f"pad_value {value!r} has dtype {value.dtype}; "
+                f"buffer {buffer.name!r} holds {dtype}",
+                rule="pad-value-dtype",
             )
         value = value.value
     if isinstance(value, int | float):  # bool too
@@ -165,12 +171,23 @@ def normalize_pad_value(buffer: Buffer, value: object, ndim: int) -> PadValue:
             raise _refuse(
                 f"pad_value {mapping} must take the {ndim} new indices and give one value"
             )
+        result = mapping.final_indices[0].dtype
+        if result != dtype:
+            raise _refuse(
+                f"pad_value {mapping} gives {result} values; buffer {buffer.name!r} holds {dtype}",
+                rule="pad-value-dtype",
+            )
         return mapping
     raise _refuse(f"pad_value {value!r} is neither a constant nor a function of the new indices")
 
 
-def _refuse(detail: str, func: PrimFunc | None = None, node: Stmt | None = None) -> ScheduleError:
-    return ScheduleError("transform_layout", "pad-value", detail, func, node)
+def _refuse(
+    detail: str,
+    func: PrimFunc | None = None,
+    node: Stmt | None = None,
+    rule: str = "pad-value",
+) -> ScheduleError:
+    return ScheduleError("transform_layout", rule, detail, func, node)
 
 
 def pad_expr(buffer: Buffer, value: PadValue, indices: tuple[PrimExpr, ...]) -> PrimExpr:
