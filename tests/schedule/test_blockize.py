@@ -302,3 +302,137 @@ def test_blockize_int64_with_and_without_unit_iterators(preserve_unit_iters: boo
         else elementwise_int64_blockized
     )
     check_schedule(sch, elementwise_int64, expected)
+
+
+@T.prim_func
+def two_blocks_in_a_loop(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32")):
+    for m in range(6):
+        for i, j in T.grid(3, 1):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+        for i, j in T.grid(128, 64):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj + 64] = A[vi, vj + 64] * T.float32(3)
+
+
+@T.prim_func
+def two_blocks_in_a_loop_blockized(
+    A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32")
+):
+    for m in range(6):
+        with T.block("outer_B_C_"):
+            vi_o = T.axis.spatial(1, 0)
+            vj_o = T.axis.spatial(1, 0)
+            T.reads(A[0:128, 0:128])
+            T.writes(B[0:128, 0:128])
+            for i, j in T.grid(3, 1):
+                with T.block("B"):
+                    vi_i = T.axis.spatial(3, i)
+                    B[vi_i, 0] = A[vi_i, 0] * T.float32(2)
+            for i, j in T.grid(128, 64):
+                with T.block("C"):
+                    vi_i, vj_i = T.axis.remap("SS", [i, j])
+                    B[vi_i, vj_i + 64] = A[vi_i, vj_i + 64] * T.float32(3)
+
+
+def test_blockize_a_list_of_blocks() -> None:
+    sch = Schedule(two_blocks_in_a_loop)
+    outer = sch.blockize([sch.get_block("B"), sch.get_block("C")], preserve_unit_iters=False)
+    assert sch.get(outer).name == "outer_B_C_"
+    check_schedule(sch, two_blocks_in_a_loop, two_blocks_in_a_loop_blockized)
+    assert "sch.blockize(target=[b0, b1], preserve_unit_iters=False)" in str(sch.trace)
+
+
+@T.prim_func
+def three_in_a_loop(A: T.Buffer((8, 8), "float32"), D: T.Buffer((8, 8), "float32")):
+    B = T.alloc_buffer((8, 8))
+    C = T.alloc_buffer((8, 8))
+    for i in range(8):
+        for j in range(8):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+        for j in range(8):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = B[vi, vj] + T.float32(1)
+        for j in range(4):
+            with T.block("D"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                D[vi, vj] = C[vi, vj] * B[vi, vj]
+    for i, j in T.grid(8, 4):
+        with T.block("E"):
+            vi = T.axis.spatial(8, i)
+            vj = T.axis.spatial(8, j + 4)
+            D[vi, vj] = A[vi, vj]
+
+
+@T.prim_func
+def three_in_a_loop_b_c_blockized(A: T.Buffer((8, 8), "float32"), D: T.Buffer((8, 8), "float32")):
+    B = T.alloc_buffer((8, 8))
+    C = T.alloc_buffer((8, 8))
+    for i in range(8):
+        with T.block("outer_B_C_"):
+            vi_o = T.axis.spatial(8, i)
+            vj_o = T.axis.spatial(1, 0)
+            T.reads(A[vi_o, 0:8], B[vi_o, 0:8])
+            T.writes(B[vi_o, 0:8], C[vi_o, 0:8])
+            for j in range(8):
+                with T.block("B"):
+                    vj_i = T.axis.spatial(8, j)
+                    B[vi_o, vj_i] = A[vi_o, vj_i] * T.float32(2)
+            for j in range(8):
+                with T.block("C"):
+                    vj_i = T.axis.spatial(8, j)
+                    C[vi_o, vj_i] = B[vi_o, vj_i] + T.float32(1)
+        for j in range(4):
+            with T.block("D"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                D[vi, vj] = C[vi, vj] * B[vi, vj]
+    for i, j in T.grid(8, 4):
+        with T.block("E"):
+            vi = T.axis.spatial(8, i)
+            vj = T.axis.spatial(8, j + 4)
+            D[vi, vj] = A[vi, vj]
+
+
+def test_blockize_consecutive_blocks_of_a_loop_shares_its_outer_iterators() -> None:
+    # Listed in any order (by name here); the loop's other statement stays after the new block.
+    sch = Schedule(three_in_a_loop)
+    outer = sch.blockize(["C", "B"])
+    assert sch.get(outer).name == "outer_B_C_"
+    check_schedule(sch, three_in_a_loop, three_in_a_loop_b_c_blockized)
+
+
+def test_blockize_of_blocks_refuses_what_does_not_nest() -> None:
+    sch = Schedule(three_in_a_loop)
+    b, d, e = sch.get_block("B"), sch.get_block("D"), sch.get_block("E")
+    error = check_refused(sch, lambda: sch.blockize([b]), "a list of two or more blocks")
+    assert error.rule == "blockize-blocks"
+    # B and D have C between them.
+    error = check_refused(sch, lambda: sch.blockize([b, d]), "must be consecutive statements")
+    assert error.rule == "blockize-blocks"
+    # D sits in the loop i with B and C: its statement under the root holds other blocks.
+    error = check_refused(sch, lambda: sch.blockize([d, e]), "is not under loops only")
+    assert error.rule == "blockize-blocks"
+    # C divides into one outer iterator, B into two (vi_o and a unit vj_o).
+    sch = Schedule(row_and_column)
+    b, c = sch.get_block("B"), sch.get_block("C")
+    error = check_refused(sch, lambda: sch.blockize([b, c]), "does not divide into the first")
+    assert error.rule == "blockize-blocks"
+
+
+@T.prim_func
+def row_and_column(
+    A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32"), C: T.Buffer((8,), "float32")
+):
+    for i in range(8):
+        for j in range(8):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj]
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = A[vi, 0]
