@@ -210,3 +210,35 @@ def test_a_producer_computed_at_its_consumer_is_followed_at_the_top_level() -> N
     sch = Schedule(fused)
     sch.transform_layout("B", "B", lambda i, j: (i // 4, j, i % 4), pad_value=0.0)
     check_schedule(sch, fused, fused_padded)
+
+
+@T.prim_func
+def opaque_producer(A: T.Buffer((14,), "float32"), C: T.Buffer((14,), "float32")):
+    B = T.alloc_buffer((14,))
+    for i in range(14):
+        with T.block("B"):
+            B[i] = A[i] * T.float32(2)
+    for i in range(14):
+        with T.block("C"):
+            C[i] = B[i] + T.float32(1)
+
+
+@T.prim_func
+def opaque_producer_padded(A: T.Buffer((14,), "float32"), C: T.Buffer((14,), "float32")):
+    B = T.alloc_buffer((4, 4))
+    for ax0, ax1 in T.grid(4, 4):
+        with T.block("B"):
+            B[ax0, ax1] = T.if_then_else(
+                ax0 * 4 + ax1 >= 14, T.float32(-1), A[ax0 * 4 + ax1] * T.float32(2)
+            )
+    for i in range(14):
+        with T.block("C"):
+            C[i] = B[i // 4, i % 4] + T.float32(1)
+
+
+def test_an_opaque_producer_iterates_over_the_padded_box() -> None:
+    # TVM's padding of an opaque block: its loops run over the new box, and it stores the pad
+    # value in the padding.
+    sch = Schedule(opaque_producer)
+    sch.transform_layout("B", "B", lambda i: (i // 4, i % 4), pad_value=-1.0)
+    check_schedule(sch, opaque_producer, opaque_producer_padded)
