@@ -155,3 +155,23 @@ def test_a_buffer_viewed_through_match_buffer_keeps_its_layout() -> None:
         "block 'C' views buffer 'B' through match_buffer",
     )
     assert error.rule == "match-buffer"
+
+
+def test_an_index_map_with_star_args_takes_the_indices_the_names_leave() -> None:
+    # TVM's IndexMap.from_func: *idx takes the middle indices, keyword-only k the last one.
+    sch = Schedule(two_stage)
+    sch.transform_layout("B", ("write", 0), lambda *idx, k: (k, *idx))
+    check_schedule(sch, two_stage, two_stage_transposed)
+    assert "index_map=lambda idx_0, k: (k, idx_0)" in str(sch.trace)
+    sch = Schedule(two_stage)
+    sch.transform_layout("B", ("write", 0), lambda i, *rest: (i // 4, *rest, i % 4))
+    check_schedule(sch, two_stage, two_stage_split)
+    assert "index_map=lambda i, rest_0: (i // 4, rest_0, i % 4)" in str(sch.trace)
+    # Named indices beyond the buffer's leave *args none, and the map takes too many.
+    sch = Schedule(two_stage)
+    error = check_refused(
+        sch,
+        lambda: sch.transform_layout("B", ("write", 0), lambda i, j, *rest, k: (i, j, k)),
+        "takes 3 indices",
+    )
+    assert error.rule == "index-map"

@@ -74,17 +74,27 @@ class IndexMap:
 
     @staticmethod
     def from_func(func: Callable[..., object], ndim: int | None = None) -> IndexMap:
-        """The map ``func`` computes, called on one ``int32`` variable per parameter (or
-        ``ndim`` of them for a function taking ``*args``)."""
+        """The map ``func`` computes, called on one ``int32`` variable per index. As in TVM,
+        a ``*args`` parameter takes the indices the named ones leave (``ndim`` in all), named
+        ``<args>_0``, ``<args>_1``, ...; keyword-only parameters after it take the last ones:
+        ``lambda *idx, k: (k, *idx)`` moves the last dimension first."""
         params = list(inspect.signature(func).parameters.values())
-        if any(p.kind is p.VAR_POSITIONAL for p in params):
+        positional = [
+            p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        keyword = [p.name for p in params if p.kind is p.KEYWORD_ONLY]
+        star = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
+        if star is not None:
             if ndim is None:
                 raise ValueError("an index map taking *args needs ndim")
-            names = [f"i{k}" for k in range(ndim)]
+            # Too many named indices: none for *args; the caller refuses the count.
+            count = max(ndim - len(positional) - len(keyword), 0)
+            names = [*positional, *(f"{star}_{k}" for k in range(count)), *keyword]
         else:
-            names = [p.name for p in params]
+            names = [*positional, *keyword]
         variables = [Var(name, int32) for name in names]
-        result = func(*variables)
+        first = len(names) - len(keyword)
+        result = func(*variables[:first], **{n: v for n, v in zip(keyword, variables[first:])})
         items = result if isinstance(result, list | tuple) else (result,)
         final = [op.convert(x, int32) if isinstance(x, int) else x for x in items]
         if not all(isinstance(x, PrimExpr) for x in final):
