@@ -20,6 +20,7 @@ from tilewright.schedule.primitives import (
     inline,
     layout,
     layout_padding,
+    layout_symbolic,
     reduction,
 )
 from tilewright.schedule.primitives import tensorize as tensorize_
@@ -230,7 +231,8 @@ class BlockMethods(ScheduleMixin):
         node = site.node
         assert isinstance(node, Block)  # a block reference's site
         old = (node.reads if kind == "read" else node.writes)[index].buffer
-        mapping = as_index_map(index_map, len(old.shape))
+        symbols = layout_symbolic.function_symbols(site.func)
+        mapping = as_index_map(index_map, len(old.shape), symbols)
         pad = layout_padding.normalize_pad_value(old, pad_value, len(mapping.final_indices))
         assume = bool(assume_injective_transform)
         func = layout.transform_layout(site, kind, index, mapping, pad, assume)

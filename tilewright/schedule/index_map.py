@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import ast
 import inspect
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 
 from tilewright.ir import intrinsics, op
 from tilewright.ir.dtype import int32
 from tilewright.ir.expr import Add, Call, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, Var
-from tilewright.ir.functor import substitute
+from tilewright.ir.functor import collect_vars, substitute
 
 # Python's precedences, loosest first: | ^ & (<< >>) (+ -) (* // %).
 _SYMBOLS: dict[type, tuple[str, int]] = {
@@ -107,8 +108,9 @@ class IndexMap:
         return IndexMap(variables, final)
 
     @staticmethod
-    def parse(text: str) -> IndexMap:
-        """The map ``str(index_map)`` printed: ``"lambda i, j: (j, i)"``."""
+    def parse(text: str, symbols: Mapping[str, Var] | None = None) -> IndexMap:
+        """The map ``str(index_map)`` printed: ``"lambda i, j: (j, i)"``; other names are
+        the function's ``symbols`` (``"lambda i, j: (i * n + j,)"``)."""
         try:
             tree = ast.parse(text.strip(), mode="eval").body
         except SyntaxError as err:
@@ -116,9 +118,10 @@ class IndexMap:
         if not isinstance(tree, ast.Lambda):
             raise ValueError(f"index map {text!r} is not a lambda")
         variables = {a.arg: Var(a.arg, int32) for a in tree.args.args}
+        names = {**(symbols or {}), **variables}
         body = tree.body
         items = body.elts if isinstance(body, ast.Tuple | ast.List) else [body]
-        final = [_expr(item, variables, text) for item in items]
+        final = [_expr(item, names, text) for item in items]
         return IndexMap(list(variables.values()), final)
 
     def map_indices(self, indices: Sequence[PrimExpr]) -> list[PrimExpr]:
@@ -134,7 +137,10 @@ class IndexMap:
         return self._text
 
     def __repr__(self) -> str:
-        return self._text
+        # A map naming the function's symbols prints as its quoted text (a printed trace
+        # stays runnable: transform_layout parses it with the function's symbols).
+        free = set(collect_vars(self.final_indices)) - set(self.initial_indices)
+        return json.dumps(self._text) if free else self._text
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, IndexMap) and str(other) == self._text
@@ -143,12 +149,17 @@ class IndexMap:
         return hash(self._text)
 
 
-def as_index_map(value: IndexMap | str | Callable[..., object], ndim: int) -> IndexMap:
-    """``value`` as an ``IndexMap``: itself, parsed from its text, or made from a function."""
+def as_index_map(
+    value: IndexMap | str | Callable[..., object],
+    ndim: int,
+    symbols: Mapping[str, Var] | None = None,
+) -> IndexMap:
+    """``value`` as an ``IndexMap``: itself, parsed from its text (naming ``symbols`` too),
+    or made from a function."""
     if isinstance(value, IndexMap):
         return value
     if isinstance(value, str):
-        return IndexMap.parse(value)
+        return IndexMap.parse(value, symbols)
     if callable(value):
         return IndexMap.from_func(value, ndim)
     raise TypeError(f"an index map must be an IndexMap or a function, got {type(value).__name__}")

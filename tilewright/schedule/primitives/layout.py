@@ -24,7 +24,7 @@ from tilewright.ir.stmt import Block, BufferStore
 from tilewright.schedule.dataflow import param_buffers
 from tilewright.schedule.error import ScheduleError, register_rules
 from tilewright.schedule.index_map import IndexMap
-from tilewright.schedule.primitives import layout_padding
+from tilewright.schedule.primitives import layout_padding, layout_symbolic
 from tilewright.schedule.primitives.caching import _buffer
 from tilewright.schedule.primitives.layout_padding import Padding, PadValue
 from tilewright.schedule.primitives.layout_swizzle import (
@@ -38,8 +38,10 @@ from tilewright.schedule.tree import Site, walk
 register_rules(
     {
         "index-map": (
-            "the index map takes one index per dimension of the buffer (of constant extents, "
-            "without explicit strides) and maps it one to one into a box counted from 0"
+            "the index map takes one index per dimension of the buffer (without explicit "
+            "strides) and maps it one to one into a box counted from 0; over a symbolic shape, "
+            "an affine map the iterator maps prove, or any map with "
+            "assume_injective_transform=True"
         ),
         "match-buffer": "no block views the buffer (or is the buffer) through match_buffer",
         "injective-map": (
@@ -86,7 +88,7 @@ def transform_layout(
             block,
         )
     _refuse_views(site, buffer)
-    new = buffer.replace(shape=tuple(IntImm(s, int32) for s in shape))
+    new = buffer.replace(shape=tuple(IntImm(s, int32) if isinstance(s, int) else s for s in shape))
     body = _Relayout(buffer, new, index_map).visit(site.func.body)
     func = site.func.with_body(body)
     if is_param:
@@ -143,21 +145,19 @@ def _fail(site: Site, message: str) -> ScheduleError:
 
 def _new_shape(
     site: Site, buffer: Buffer, index_map: IndexMap, assume_injective: bool
-) -> tuple[list[int], Padding | None]:
+) -> tuple[list[int] | list[PrimExpr], Padding | None]:
     """The box ``index_map`` maps ``buffer``'s shape into, one to one, and its padding."""
-    dims = []
-    for extent in buffer.shape:
-        if not isinstance(extent, IntImm):
-            raise _fail(site, f"buffer {buffer.name!r} has the symbolic extent {extent}")
-        dims.append(extent.value)
     if buffer.strides:
         raise _fail(site, f"buffer {buffer.name!r} has explicit strides")
-    if len(index_map.initial_indices) != len(dims):
+    if len(index_map.initial_indices) != len(buffer.shape):
         raise _fail(
             site,
             f"index map {index_map} takes {len(index_map.initial_indices)} indices; buffer "
-            f"{buffer.name!r} has {len(dims)} dimensions",
+            f"{buffer.name!r} has {len(buffer.shape)} dimensions",
         )
+    if not all(isinstance(extent, IntImm) for extent in buffer.shape):
+        return layout_symbolic.symbolic_shape(site, buffer, index_map, assume_injective), None
+    dims = [e.value for e in buffer.shape if isinstance(e, IntImm)]
     variables = index_map.initial_indices
     dom = {v: Range(IntImm(0, int32), IntImm(e, int32)) for v, e in zip(variables, dims)}
     result = detect_iter_map(index_map.final_indices, dom, check_level="bijective")
