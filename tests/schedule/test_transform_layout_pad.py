@@ -242,3 +242,40 @@ def test_an_opaque_producer_iterates_over_the_padded_box() -> None:
     sch = Schedule(opaque_producer)
     sch.transform_layout("B", "B", lambda i: (i // 4, i % 4), pad_value=-1.0)
     check_schedule(sch, opaque_producer, opaque_producer_padded)
+
+
+@T.prim_func
+def row_sums_implicitly_padded(A: T.Buffer((14, 8), "int32"), C: T.Buffer((14,), "int32")):
+    B = T.alloc_buffer((4, 4), "int32")
+    for i, k in T.grid(14, 8):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi // 4, vi % 4] = 0
+            B[vi // 4, vi % 4] = B[vi // 4, vi % 4] + A[vi, vk]
+    for i in range(14):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi // 4, vi % 4] * 2
+
+
+def test_assume_injective_transform_leaves_the_padding_unwritten() -> None:
+    # Implicit padding: without pad_value, assume_injective_transform=True takes the split
+    # that does not divide; elements (3, 2) and (3, 3) of B are never written nor read.
+    sch = Schedule(row_sums)
+    sch.transform_layout("B", "B", lambda i: (i // 4, i % 4), assume_injective_transform=True)
+    check_schedule(sch, row_sums, row_sums_implicitly_padded)
+    assert "pad_value=None, assume_injective_transform=True" in str(sch.trace)
+
+
+def test_assume_injective_transform_takes_a_swizzle_that_leaves_holes() -> None:
+    # i ^ 2 maps 12, 13 to 14, 15: a box of 16 whose elements 12 and 13 nothing stores,
+    # refused unless assumed (then left unwritten).
+    sch = Schedule(copy_twice)
+    error = check_refused(
+        sch, lambda: sch.transform_layout("B", "B", lambda i: (i ^ 2,)), "leaves holes"
+    )
+    assert error.rule == "pad-value"
+    sch.transform_layout("B", "B", lambda i: (i ^ 2,), assume_injective_transform=True)
+    assert [int(e) for e in sch.get(sch.get_block("B")).writes[0].buffer.shape] == [16]
+    check_schedule(sch, copy_twice)

@@ -77,13 +77,16 @@ def transform_layout(
     buffer = _buffer("transform_layout", site, regions, index, f"{kind}s")
     is_param = buffer in param_buffers(site.func)
     shape, padding = _new_shape(site, buffer, index_map, assume_injective)
+    if padding is not None and pad_value is None and assume_injective:
+        # Implicit padding: the holes of the new box stay unwritten; no access reaches them.
+        padding = None
     if padding is not None and pad_value is None:
         raise ScheduleError(
             "transform_layout",
             "pad-value",
             f"index map {index_map} stores buffer {buffer.name!r} of shape "
             f"{tuple(int(e) for e in buffer.shape)} in the box {tuple(shape)}, with padding: "
-            "give pad_value",
+            "give pad_value (or assume_injective_transform=True to leave it unwritten)",
             site.func,
             block,
         )
@@ -212,7 +215,7 @@ def _evaluated_shape(
     for expr, low in zip(index_map.final_indices, lowest):
         if low != 0:
             raise _fail(site, f"index map {index_map}: {expr} is not one dimension counted from 0")
-    if images is not None and not images.fills:
+    if images is not None and not images.fills and not assume_injective:
         raise ScheduleError(
             "transform_layout",
             "pad-value",
