@@ -116,3 +116,46 @@ def test_a_split_of_a_symbolic_dimension_is_refused(pad_value: float | None) -> 
         "is not a one to one affine map of it",
     )
     assert error.rule == "index-map"
+
+
+@T.prim_func
+def scaled_int64(a: T.handle, c: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (T.int64(32), n), "float32")
+    C = T.match_buffer(c, (T.int64(32), n), "float32")
+    B = T.alloc_buffer((T.int64(32), n))
+    for i, j in T.grid(T.int64(32), n):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(T.int64(32), n):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+@T.prim_func
+def scaled_int64_flat(a: T.handle, c: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (T.int64(32), n), "float32")
+    C = T.match_buffer(c, (T.int64(32), n), "float32")
+    B = T.alloc_buffer((n * T.int64(32),))
+    for i, j in T.grid(T.int64(32), n):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi * n + vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(T.int64(32), n):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi * n + vj] + T.float32(1)
+
+
+def test_an_int64_symbolic_shape_under_assume_injective_transform() -> None:
+    # TVM's test_transform_layout_with_symbolic_bound uses int64 indices and shape symbols.
+    n = scaled_int64.buffer_map[0][1].shape[1]
+    sch = Schedule(scaled_int64)
+    sch.transform_layout(
+        "B", ("write", 0), lambda i, j: (i * n + j,), assume_injective_transform=True
+    )
+    check_schedule(sch, scaled_int64, scaled_int64_flat, numeric=False)
+    _same_numbers(scaled_int64, sch.mod["main"])

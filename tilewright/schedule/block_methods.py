@@ -232,7 +232,8 @@ class BlockMethods(ScheduleMixin):
         assert isinstance(node, Block)  # a block reference's site
         old = (node.reads if kind == "read" else node.writes)[index].buffer
         symbols = layout_symbolic.function_symbols(site.func)
-        mapping = as_index_map(index_map, len(old.shape), symbols)
+        dtype = layout.index_dtype(old)
+        mapping = as_index_map(index_map, len(old.shape), symbols, dtype)
         pad = layout_padding.normalize_pad_value(old, pad_value, len(mapping.final_indices))
         assume = bool(assume_injective_transform)
         func = layout.transform_layout(site, kind, index, mapping, pad, assume)

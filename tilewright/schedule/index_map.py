@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 
 from tilewright.ir import intrinsics, op
-from tilewright.ir.dtype import int32
+from tilewright.ir.dtype import DataType, int32
 from tilewright.ir.expr import Add, Call, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, Var
 from tilewright.ir.functor import collect_vars, substitute
 
@@ -74,8 +74,11 @@ class IndexMap:
         self._text = _lambda_text(self.initial_indices, self.final_indices)
 
     @staticmethod
-    def from_func(func: Callable[..., object], ndim: int | None = None) -> IndexMap:
-        """The map ``func`` computes, called on one ``int32`` variable per index. As in TVM,
+    def from_func(
+        func: Callable[..., object], ndim: int | None = None, dtype: DataType = int32
+    ) -> IndexMap:
+        """The map ``func`` computes, called on one variable per index (of the buffer's index
+        ``dtype``, ``int32`` by default). As in TVM,
         a ``*args`` parameter takes the indices the named ones leave (``ndim`` in all), named
         ``<args>_0``, ``<args>_1``, ...; keyword-only parameters after it take the last ones:
         ``lambda *idx, k: (k, *idx)`` moves the last dimension first."""
@@ -93,11 +96,11 @@ class IndexMap:
             names = [*positional, *(f"{star}_{k}" for k in range(count)), *keyword]
         else:
             names = [*positional, *keyword]
-        variables = [Var(name, int32) for name in names]
+        variables = [Var(name, dtype) for name in names]
         first = len(names) - len(keyword)
         result = func(*variables[:first], **{n: v for n, v in zip(keyword, variables[first:])})
         items = result if isinstance(result, list | tuple) else (result,)
-        final = [op.convert(x, int32) if isinstance(x, int) else x for x in items]
+        final = [op.convert(x, dtype) if isinstance(x, int) else x for x in items]
         if not all(isinstance(x, PrimExpr) for x in final):
             raise TypeError(f"index map {func!r} must return integer expressions, got {result!r}")
         if any(x.dtype.is_bool for x in final):
@@ -108,7 +111,9 @@ class IndexMap:
         return IndexMap(variables, final)
 
     @staticmethod
-    def parse(text: str, symbols: Mapping[str, Var] | None = None) -> IndexMap:
+    def parse(
+        text: str, symbols: Mapping[str, Var] | None = None, dtype: DataType = int32
+    ) -> IndexMap:
         """The map ``str(index_map)`` printed: ``"lambda i, j: (j, i)"``; other names are
         the function's ``symbols`` (``"lambda i, j: (i * n + j,)"``)."""
         try:
@@ -117,11 +122,11 @@ class IndexMap:
             raise ValueError(f"index map {text!r} is not a Python lambda: {err.msg}") from None
         if not isinstance(tree, ast.Lambda):
             raise ValueError(f"index map {text!r} is not a lambda")
-        variables = {a.arg: Var(a.arg, int32) for a in tree.args.args}
+        variables = {a.arg: Var(a.arg, dtype) for a in tree.args.args}
         names = {**(symbols or {}), **variables}
         body = tree.body
         items = body.elts if isinstance(body, ast.Tuple | ast.List) else [body]
-        final = [_expr(item, names, text) for item in items]
+        final = [_expr(item, names, text, dtype) for item in items]
         return IndexMap(list(variables.values()), final)
 
     def map_indices(self, indices: Sequence[PrimExpr]) -> list[PrimExpr]:
@@ -153,15 +158,16 @@ def as_index_map(
     value: IndexMap | str | Callable[..., object],
     ndim: int,
     symbols: Mapping[str, Var] | None = None,
+    dtype: DataType = int32,
 ) -> IndexMap:
     """``value`` as an ``IndexMap``: itself, parsed from its text (naming ``symbols`` too),
     or made from a function."""
     if isinstance(value, IndexMap):
         return value
     if isinstance(value, str):
-        return IndexMap.parse(value, symbols)
+        return IndexMap.parse(value, symbols, dtype)
     if callable(value):
-        return IndexMap.from_func(value, ndim)
+        return IndexMap.from_func(value, ndim, dtype)
     raise TypeError(f"an index map must be an IndexMap or a function, got {type(value).__name__}")
 
 
@@ -190,15 +196,16 @@ def _text(e: PrimExpr, outer: int = 0, right: bool = False) -> str:
     return f"({text})" if prec < outer or (right and prec == outer) else text
 
 
-def _expr(node: ast.expr, variables: dict[str, Var], text: str) -> PrimExpr:
+def _expr(node: ast.expr, variables: dict[str, Var], text: str, dtype: DataType) -> PrimExpr:
     if isinstance(node, ast.Name) and node.id in variables:
         return variables[node.id]
     if isinstance(node, ast.Constant) and type(node.value) is int:
-        return IntImm(node.value, int32)
+        return IntImm(node.value, dtype)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return op.sub(IntImm(0, int32), _expr(node.operand, variables, text))
+        return op.sub(IntImm(0, dtype), _expr(node.operand, variables, text, dtype))
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-        left, right = _expr(node.left, variables, text), _expr(node.right, variables, text)
+        left = _expr(node.left, variables, text, dtype)
+        right = _expr(node.right, variables, text, dtype)
         return _OPERATORS[type(node.op)](left, right)
     raise ValueError(
         f"index map {text!r}: {ast.unparse(node)!r} is not integer arithmetic over "

@@ -16,7 +16,7 @@ from tilewright.arith.int_set import eval_set
 from tilewright.arith.iter_map import detect_iter_map
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
-from tilewright.ir.dtype import int32
+from tilewright.ir.dtype import DataType, int32
 from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import Mutator
@@ -91,7 +91,8 @@ def transform_layout(
             block,
         )
     _refuse_views(site, buffer)
-    new = buffer.replace(shape=tuple(IntImm(s, int32) if isinstance(s, int) else s for s in shape))
+    dtype = index_dtype(buffer)
+    new = buffer.replace(shape=tuple(IntImm(s, dtype) if isinstance(s, int) else s for s in shape))
     body = _Relayout(buffer, new, index_map).visit(site.func.body)
     func = site.func.with_body(body)
     if is_param:
@@ -101,6 +102,12 @@ def transform_layout(
     if padding is not None:
         func = layout_padding.write_padding(site.func, func, buffer, new, padding, pad_value)
     return func
+
+
+def index_dtype(buffer: Buffer) -> DataType:
+    """The dtype of ``buffer``'s indices (its shape's; ``int32`` for a scalar buffer), which an
+    index map for it takes: ``T.Buffer((T.int64(58),))`` gives ``int64``."""
+    return buffer.shape[0].dtype if buffer.shape else int32
 
 
 def buffer_spec(site: Site, buffer: object) -> tuple[str, int]:
@@ -162,7 +169,8 @@ def _new_shape(
         return layout_symbolic.symbolic_shape(site, buffer, index_map, assume_injective), None
     dims = [e.value for e in buffer.shape if isinstance(e, IntImm)]
     variables = index_map.initial_indices
-    dom = {v: Range(IntImm(0, int32), IntImm(e, int32)) for v, e in zip(variables, dims)}
+    dtype = index_dtype(buffer)
+    dom = {v: Range(IntImm(0, dtype), IntImm(e, dtype)) for v, e in zip(variables, dims)}
     result = detect_iter_map(index_map.final_indices, dom, check_level="bijective")
     if result:
         shape: list[int] = []
@@ -293,8 +301,8 @@ class _Relayout(Mutator):
             points = self._indices(tuple(r.min for r in region))
             return BufferRegion(self.new, tuple(Range(p, IntImm(1, p.dtype)) for p in points))
         # A box: the bounds of each new index over it.
-        offsets = [Var(f"r{k}", int32) for k in range(len(region))]
-        dom = {v: Range(IntImm(0, int32), r.extent) for v, r in zip(offsets, region)}
+        offsets = [Var(f"r{k}", r.extent.dtype) for k, r in enumerate(region)]
+        dom = {v: Range(IntImm(0, r.extent.dtype), r.extent) for v, r in zip(offsets, region)}
         moved = self.index_map.map_indices([op.add(r.min, v) for r, v in zip(region, offsets)])
         ranges = []
         for expr, size in zip(moved, self.new.shape):
@@ -306,7 +314,7 @@ class _Relayout(Mutator):
                     ranges.append(Range(self.analyzer.simplify(low), extent))
                     continue
             # Unbounded, or bounded only symbolically (an XOR of a box): the whole dimension.
-            ranges.append(Range(IntImm(0, int32), size))
+            ranges.append(Range(IntImm(0, size.dtype), size))
         return BufferRegion(self.new, tuple(ranges))
 
 

@@ -95,7 +95,7 @@ def _bounds(
 
 
 def _product_of_vars(term: PrimExpr) -> bool:
-    if isinstance(term, Var):
+    if isinstance(term, Var) or (isinstance(term, IntImm) and term.value >= 0):
         return True
     return isinstance(term, Mul) and _product_of_vars(term.a) and _product_of_vars(term.b)
 
