@@ -155,3 +155,63 @@ def test_a_buffer_viewed_through_match_buffer_keeps_its_layout() -> None:
         "block 'C' views buffer 'B' through match_buffer",
     )
     assert error.rule == "match-buffer"
+
+
+def test_an_index_map_with_star_args_takes_the_indices_the_names_leave() -> None:
+    # TVM's IndexMap.from_func: *idx takes the middle indices, keyword-only k the last one.
+    sch = Schedule(two_stage)
+    sch.transform_layout("B", ("write", 0), lambda *idx, k: (k, *idx))
+    check_schedule(sch, two_stage, two_stage_transposed)
+    assert "index_map=lambda idx_0, k: (k, idx_0)" in str(sch.trace)
+    sch = Schedule(two_stage)
+    sch.transform_layout("B", ("write", 0), lambda i, *rest: (i // 4, *rest, i % 4))
+    check_schedule(sch, two_stage, two_stage_split)
+    assert "index_map=lambda i, rest_0: (i // 4, rest_0, i % 4)" in str(sch.trace)
+    # Named indices beyond the buffer's leave *args none, and the map takes too many.
+    sch = Schedule(two_stage)
+    error = check_refused(
+        sch,
+        lambda: sch.transform_layout("B", ("write", 0), lambda i, j, *rest, k: (i, j, k)),
+        "takes 3 indices",
+    )
+    assert error.rule == "index-map"
+
+
+@T.prim_func
+def two_stage_int64(
+    A: T.Buffer((T.int64(16), T.int64(8)), "float32"),
+    C: T.Buffer((T.int64(16), T.int64(8)), "float32"),
+):
+    B = T.alloc_buffer((T.int64(16), T.int64(8)))
+    for i, j in T.grid(T.int64(16), T.int64(8)):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(T.int64(16), T.int64(8)):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+@T.prim_func
+def two_stage_int64_split(
+    A: T.Buffer((T.int64(16), T.int64(8)), "float32"),
+    C: T.Buffer((T.int64(16), T.int64(8)), "float32"),
+):
+    B = T.alloc_buffer((T.int64(8), T.int64(4), T.int64(4)))
+    for i, j in T.grid(T.int64(16), T.int64(8)):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vj, vi // T.int64(4), vi % T.int64(4)] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(T.int64(16), T.int64(8)):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vj, vi // T.int64(4), vi % T.int64(4)] + T.float32(1)
+
+
+def test_an_int64_buffer_takes_an_index_map_of_int64_indices() -> None:
+    # TVM's index dtype legalization: the map's variables and constants take the buffer's
+    # index dtype (the trace's text parses back to int64 too).
+    sch = Schedule(two_stage_int64)
+    sch.transform_layout("B", ("write", 0), lambda i, j: (j, i // 4, i % 4))
+    check_schedule(sch, two_stage_int64, two_stage_int64_split)

@@ -125,11 +125,6 @@ def test_what_padding_needs() -> None:
     )
     assert error.rule == "pad-value"
     check_refused(
-        sch,
-        lambda: sch.transform_layout("B", "B", split, pad_value=IntImm(0, dtype("int8"))),
-        "has dtype int8; buffer 'B' holds int32",
-    )
-    check_refused(
         sch, lambda: sch.transform_layout("B", "B", split, pad_value=0.5), "is not an integer"
     )
     n = Var("n", dtype("int32"))
@@ -147,6 +142,35 @@ def test_what_padding_needs() -> None:
         lambda: sch.transform_layout("B", "B", split, pad_value=lambda i, j: (i, j)),
         "must take the 2 new indices and give one value",
     )
+
+
+def test_a_pad_value_of_another_dtype_is_refused() -> None:
+    # TVM's TransformationPaddingTypeError: the pad value's dtype is the buffer's.
+    sch = Schedule(row_sums)
+    split = lambda i: (i // 4, i % 4)
+    error = check_refused(
+        sch,
+        lambda: sch.transform_layout("B", "B", split, pad_value=IntImm(0, dtype("int8"))),
+        "has dtype int8; buffer 'B' holds int32",
+    )
+    assert error.rule == "pad-value-dtype"
+    sch = Schedule(copy_twice)
+    error = check_refused(
+        sch,
+        lambda: sch.transform_layout("B", ("write", 0), split, pad_value=T.float16(1)),
+        "has dtype float16; buffer 'B' holds float32",
+    )
+    assert error.rule == "pad-value-dtype"
+    # A function of the new indices gives int32 values: not a float32 buffer's.
+    error = check_refused(
+        sch,
+        lambda: sch.transform_layout("B", ("write", 0), split, pad_value=lambda i, j: i + j),
+        "gives int32 values; buffer 'B' holds float32",
+    )
+    assert error.rule == "pad-value-dtype"
+    # The same value as a float32 constant is taken.
+    sch.transform_layout("B", ("write", 0), split, pad_value=T.float32(1.5))
+    check_schedule(sch, copy_twice, copy_twice_padded)
 
 
 @T.prim_func
@@ -186,3 +210,72 @@ def test_a_producer_computed_at_its_consumer_is_followed_at_the_top_level() -> N
     sch = Schedule(fused)
     sch.transform_layout("B", "B", lambda i, j: (i // 4, j, i % 4), pad_value=0.0)
     check_schedule(sch, fused, fused_padded)
+
+
+@T.prim_func
+def opaque_producer(A: T.Buffer((14,), "float32"), C: T.Buffer((14,), "float32")):
+    B = T.alloc_buffer((14,))
+    for i in range(14):
+        with T.block("B"):
+            B[i] = A[i] * T.float32(2)
+    for i in range(14):
+        with T.block("C"):
+            C[i] = B[i] + T.float32(1)
+
+
+@T.prim_func
+def opaque_producer_padded(A: T.Buffer((14,), "float32"), C: T.Buffer((14,), "float32")):
+    B = T.alloc_buffer((4, 4))
+    for ax0, ax1 in T.grid(4, 4):
+        with T.block("B"):
+            B[ax0, ax1] = T.if_then_else(
+                ax0 * 4 + ax1 >= 14, T.float32(-1), A[ax0 * 4 + ax1] * T.float32(2)
+            )
+    for i in range(14):
+        with T.block("C"):
+            C[i] = B[i // 4, i % 4] + T.float32(1)
+
+
+def test_an_opaque_producer_iterates_over_the_padded_box() -> None:
+    # TVM's padding of an opaque block: its loops run over the new box, and it stores the pad
+    # value in the padding.
+    sch = Schedule(opaque_producer)
+    sch.transform_layout("B", "B", lambda i: (i // 4, i % 4), pad_value=-1.0)
+    check_schedule(sch, opaque_producer, opaque_producer_padded)
+
+
+@T.prim_func
+def row_sums_implicitly_padded(A: T.Buffer((14, 8), "int32"), C: T.Buffer((14,), "int32")):
+    B = T.alloc_buffer((4, 4), "int32")
+    for i, k in T.grid(14, 8):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi // 4, vi % 4] = 0
+            B[vi // 4, vi % 4] = B[vi // 4, vi % 4] + A[vi, vk]
+    for i in range(14):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = B[vi // 4, vi % 4] * 2
+
+
+def test_assume_injective_transform_leaves_the_padding_unwritten() -> None:
+    # Implicit padding: without pad_value, assume_injective_transform=True takes the split
+    # that does not divide; elements (3, 2) and (3, 3) of B are never written nor read.
+    sch = Schedule(row_sums)
+    sch.transform_layout("B", "B", lambda i: (i // 4, i % 4), assume_injective_transform=True)
+    check_schedule(sch, row_sums, row_sums_implicitly_padded)
+    assert "pad_value=None, assume_injective_transform=True" in str(sch.trace)
+
+
+def test_assume_injective_transform_takes_a_swizzle_that_leaves_holes() -> None:
+    # i ^ 2 maps 12, 13 to 14, 15: a box of 16 whose elements 12 and 13 nothing stores,
+    # refused unless assumed (then left unwritten).
+    sch = Schedule(copy_twice)
+    error = check_refused(
+        sch, lambda: sch.transform_layout("B", "B", lambda i: (i ^ 2,)), "leaves holes"
+    )
+    assert error.rule == "pad-value"
+    sch.transform_layout("B", "B", lambda i: (i ^ 2,), assume_injective_transform=True)
+    assert [int(e) for e in sch.get(sch.get_block("B")).writes[0].buffer.shape] == [16]
+    check_schedule(sch, copy_twice)

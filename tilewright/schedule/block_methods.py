@@ -20,9 +20,11 @@ from tilewright.schedule.primitives import (
     inline,
     layout,
     layout_padding,
+    layout_symbolic,
     reduction,
 )
 from tilewright.schedule.primitives import tensorize as tensorize_
+from tilewright.schedule.primitives.blockize_blocks import blockize_blocks
 from tilewright.schedule.reference import BlockRV, LoopRV
 from tilewright.schedule.tensor_intrin import TensorIntrin
 
@@ -236,7 +238,9 @@ class BlockMethods(ScheduleMixin):
         node = site.node
         assert isinstance(node, Block)  # a block reference's site
         old = (node.reads if kind == "read" else node.writes)[index].buffer
-        mapping = as_index_map(index_map, len(old.shape))
+        symbols = layout_symbolic.function_symbols(site.func)
+        dtype = layout.index_dtype(old)
+        mapping = as_index_map(index_map, len(old.shape), symbols, dtype)
         pad = layout_padding.normalize_pad_value(old, pad_value, len(mapping.final_indices))
         assume = bool(assume_injective_transform)
         func = layout.transform_layout(site, kind, index, mapping, pad, assume)
@@ -397,18 +401,32 @@ class BlockMethods(ScheduleMixin):
     def blockize(
         self, target: LoopRV | Sequence[BlockArg], preserve_unit_iters: bool = True
     ) -> BlockRV:
-        """Wrap the subtree of ``target`` (a loop) into a new outer block whose iterators
-        are the loops' parts of the inner block's bindings.
+        """Wrap the subtree of ``target`` (a loop), or the blocks ``target`` lists
+        (consecutive statements under one loop), into a new outer block whose iterators are
+        the outer parts of the blocks' bindings.
 
         Example::
 
             outer = sch.blockize(i1)   # with T.block("C_o"): ... with T.block("C"): ...
+            outer = sch.blockize([b1, b2])   # with T.block("outer_B_C_"): ...
         """
-        if not isinstance(target, LoopRV):
-            raise ScheduleError("blockize", "argument", f"expected a LoopRV, got {target!r}")
-        site = self._state.loop_site(target, "blockize")
-        func, name = blockize_.blockize(site, bool(preserve_unit_iters))
+        recorded: LoopRV | list[BlockRV]
+        if isinstance(target, list | tuple):
+            recorded = [self._target(b) for b in target]
+            sites = [self._state.block_ref_site(b, "blockize") for b in recorded]
+            if len({s.func_name for s in sites}) > 1:
+                raise ScheduleError("blockize", "argument", "the blocks are in different functions")
+            func, name = blockize_blocks(sites, bool(preserve_unit_iters))
+            site = sites[0]
+        elif not isinstance(target, LoopRV):
+            raise ScheduleError(
+                "blockize", "argument", f"expected a LoopRV or a list of blocks, got {target!r}"
+            )
+        else:
+            recorded = target
+            site = self._state.loop_site(target, "blockize")
+            func, name = blockize_.blockize(site, bool(preserve_unit_iters))
         self._state.commit(site.func_name, func)
         ref = self._state.block_ref_named(site.func_name, name)
-        self._record("blockize", (target,), (bool(preserve_unit_iters),), (ref,))
+        self._record("blockize", (recorded,), (bool(preserve_unit_iters),), (ref,))
         return ref

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import ast
 import inspect
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 
 from tilewright.ir import intrinsics, op
-from tilewright.ir.dtype import int32
+from tilewright.ir.dtype import DataType, int32
 from tilewright.ir.expr import Add, Call, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, Var
-from tilewright.ir.functor import substitute
+from tilewright.ir.functor import collect_vars, substitute
 
 # Python's precedences, loosest first: | ^ & (<< >>) (+ -) (* // %).
 _SYMBOLS: dict[type, tuple[str, int]] = {
@@ -73,20 +74,33 @@ class IndexMap:
         self._text = _lambda_text(self.initial_indices, self.final_indices)
 
     @staticmethod
-    def from_func(func: Callable[..., object], ndim: int | None = None) -> IndexMap:
-        """The map ``func`` computes, called on one ``int32`` variable per parameter (or
-        ``ndim`` of them for a function taking ``*args``)."""
+    def from_func(
+        func: Callable[..., object], ndim: int | None = None, dtype: DataType = int32
+    ) -> IndexMap:
+        """The map ``func`` computes, called on one variable per index (of the buffer's index
+        ``dtype``, ``int32`` by default). As in TVM,
+        a ``*args`` parameter takes the indices the named ones leave (``ndim`` in all), named
+        ``<args>_0``, ``<args>_1``, ...; keyword-only parameters after it take the last ones:
+        ``lambda *idx, k: (k, *idx)`` moves the last dimension first."""
         params = list(inspect.signature(func).parameters.values())
-        if any(p.kind is p.VAR_POSITIONAL for p in params):
+        positional = [
+            p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        keyword = [p.name for p in params if p.kind is p.KEYWORD_ONLY]
+        star = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), None)
+        if star is not None:
             if ndim is None:
                 raise ValueError("an index map taking *args needs ndim")
-            names = [f"i{k}" for k in range(ndim)]
+            # Too many named indices: none for *args; the caller refuses the count.
+            count = max(ndim - len(positional) - len(keyword), 0)
+            names = [*positional, *(f"{star}_{k}" for k in range(count)), *keyword]
         else:
-            names = [p.name for p in params]
-        variables = [Var(name, int32) for name in names]
-        result = func(*variables)
+            names = [*positional, *keyword]
+        variables = [Var(name, dtype) for name in names]
+        first = len(names) - len(keyword)
+        result = func(*variables[:first], **{n: v for n, v in zip(keyword, variables[first:])})
         items = result if isinstance(result, list | tuple) else (result,)
-        final = [op.convert(x, int32) if isinstance(x, int) else x for x in items]
+        final = [op.convert(x, dtype) if isinstance(x, int) else x for x in items]
         if not all(isinstance(x, PrimExpr) for x in final):
             raise TypeError(f"index map {func!r} must return integer expressions, got {result!r}")
         if any(x.dtype.is_bool for x in final):
@@ -97,18 +111,22 @@ class IndexMap:
         return IndexMap(variables, final)
 
     @staticmethod
-    def parse(text: str) -> IndexMap:
-        """The map ``str(index_map)`` printed: ``"lambda i, j: (j, i)"``."""
+    def parse(
+        text: str, symbols: Mapping[str, Var] | None = None, dtype: DataType = int32
+    ) -> IndexMap:
+        """The map ``str(index_map)`` printed: ``"lambda i, j: (j, i)"``; other names are
+        the function's ``symbols`` (``"lambda i, j: (i * n + j,)"``)."""
         try:
             tree = ast.parse(text.strip(), mode="eval").body
         except SyntaxError as err:
             raise ValueError(f"index map {text!r} is not a Python lambda: {err.msg}") from None
         if not isinstance(tree, ast.Lambda):
             raise ValueError(f"index map {text!r} is not a lambda")
-        variables = {a.arg: Var(a.arg, int32) for a in tree.args.args}
+        variables = {a.arg: Var(a.arg, dtype) for a in tree.args.args}
+        names = {**(symbols or {}), **variables}
         body = tree.body
         items = body.elts if isinstance(body, ast.Tuple | ast.List) else [body]
-        final = [_expr(item, variables, text) for item in items]
+        final = [_expr(item, names, text, dtype) for item in items]
         return IndexMap(list(variables.values()), final)
 
     def map_indices(self, indices: Sequence[PrimExpr]) -> list[PrimExpr]:
@@ -124,7 +142,10 @@ class IndexMap:
         return self._text
 
     def __repr__(self) -> str:
-        return self._text
+        # A map naming the function's symbols prints as its quoted text (a printed trace
+        # stays runnable: transform_layout parses it with the function's symbols).
+        free = set(collect_vars(self.final_indices)) - set(self.initial_indices)
+        return json.dumps(self._text) if free else self._text
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, IndexMap) and str(other) == self._text
@@ -133,14 +154,20 @@ class IndexMap:
         return hash(self._text)
 
 
-def as_index_map(value: IndexMap | str | Callable[..., object], ndim: int) -> IndexMap:
-    """``value`` as an ``IndexMap``: itself, parsed from its text, or made from a function."""
+def as_index_map(
+    value: IndexMap | str | Callable[..., object],
+    ndim: int,
+    symbols: Mapping[str, Var] | None = None,
+    dtype: DataType = int32,
+) -> IndexMap:
+    """``value`` as an ``IndexMap``: itself, parsed from its text (naming ``symbols`` too),
+    or made from a function."""
     if isinstance(value, IndexMap):
         return value
     if isinstance(value, str):
-        return IndexMap.parse(value)
+        return IndexMap.parse(value, symbols, dtype)
     if callable(value):
-        return IndexMap.from_func(value, ndim)
+        return IndexMap.from_func(value, ndim, dtype)
     raise TypeError(f"an index map must be an IndexMap or a function, got {type(value).__name__}")
 
 
@@ -169,15 +196,16 @@ def _text(e: PrimExpr, outer: int = 0, right: bool = False) -> str:
     return f"({text})" if prec < outer or (right and prec == outer) else text
 
 
-def _expr(node: ast.expr, variables: dict[str, Var], text: str) -> PrimExpr:
+def _expr(node: ast.expr, variables: dict[str, Var], text: str, dtype: DataType) -> PrimExpr:
     if isinstance(node, ast.Name) and node.id in variables:
         return variables[node.id]
     if isinstance(node, ast.Constant) and type(node.value) is int:
-        return IntImm(node.value, int32)
+        return IntImm(node.value, dtype)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return op.sub(IntImm(0, int32), _expr(node.operand, variables, text))
+        return op.sub(IntImm(0, dtype), _expr(node.operand, variables, text, dtype))
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-        left, right = _expr(node.left, variables, text), _expr(node.right, variables, text)
+        left = _expr(node.left, variables, text, dtype)
+        right = _expr(node.right, variables, text, dtype)
         return _OPERATORS[type(node.op)](left, right)
     raise ValueError(
         f"index map {text!r}: {ast.unparse(node)!r} is not integer arithmetic over "

@@ -16,7 +16,7 @@ from tilewright.arith.int_set import eval_set
 from tilewright.arith.iter_map import detect_iter_map
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
-from tilewright.ir.dtype import int32
+from tilewright.ir.dtype import DataType, int32
 from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import Mutator
@@ -24,7 +24,7 @@ from tilewright.ir.stmt import Block, BufferStore
 from tilewright.schedule.dataflow import param_buffers
 from tilewright.schedule.error import ScheduleError, register_rules
 from tilewright.schedule.index_map import IndexMap
-from tilewright.schedule.primitives import layout_padding
+from tilewright.schedule.primitives import layout_padding, layout_symbolic
 from tilewright.schedule.primitives.caching import _buffer
 from tilewright.schedule.primitives.layout_padding import Padding, PadValue
 from tilewright.schedule.primitives.layout_swizzle import (
@@ -38,8 +38,10 @@ from tilewright.schedule.tree import Site, walk
 register_rules(
     {
         "index-map": (
-            "the index map takes one index per dimension of the buffer (of constant extents, "
-            "without explicit strides) and maps it one to one into a box counted from 0"
+            "the index map takes one index per dimension of the buffer (without explicit "
+            "strides) and maps it one to one into a box counted from 0; over a symbolic shape, "
+            "an affine map the iterator maps prove, or any map with "
+            "assume_injective_transform=True"
         ),
         "match-buffer": "no block views the buffer (or is the buffer) through match_buffer",
         "injective-map": (
@@ -75,18 +77,22 @@ def transform_layout(
     buffer = _buffer("transform_layout", site, regions, index, f"{kind}s")
     is_param = buffer in param_buffers(site.func)
     shape, padding = _new_shape(site, buffer, index_map, assume_injective)
+    if padding is not None and pad_value is None and assume_injective:
+        # Implicit padding: the holes of the new box stay unwritten; no access reaches them.
+        padding = None
     if padding is not None and pad_value is None:
         raise ScheduleError(
             "transform_layout",
             "pad-value",
             f"index map {index_map} stores buffer {buffer.name!r} of shape "
             f"{tuple(int(e) for e in buffer.shape)} in the box {tuple(shape)}, with padding: "
-            "give pad_value",
+            "give pad_value (or assume_injective_transform=True to leave it unwritten)",
             site.func,
             block,
         )
     _refuse_views(site, buffer)
-    new = buffer.replace(shape=tuple(IntImm(s, int32) for s in shape))
+    dtype = index_dtype(buffer)
+    new = buffer.replace(shape=tuple(IntImm(s, dtype) if isinstance(s, int) else s for s in shape))
     body = _Relayout(buffer, new, index_map).visit(site.func.body)
     func = site.func.with_body(body)
     if is_param:
@@ -96,6 +102,12 @@ def transform_layout(
     if padding is not None:
         func = layout_padding.write_padding(site.func, func, buffer, new, padding, pad_value)
     return func
+
+
+def index_dtype(buffer: Buffer) -> DataType:
+    """The dtype of ``buffer``'s indices (its shape's; ``int32`` for a scalar buffer), which an
+    index map for it takes: ``T.Buffer((T.int64(58),))`` gives ``int64``."""
+    return buffer.shape[0].dtype if buffer.shape else int32
 
 
 def buffer_spec(site: Site, buffer: object) -> tuple[str, int]:
@@ -143,23 +155,22 @@ def _fail(site: Site, message: str) -> ScheduleError:
 
 def _new_shape(
     site: Site, buffer: Buffer, index_map: IndexMap, assume_injective: bool
-) -> tuple[list[int], Padding | None]:
+) -> tuple[list[int] | list[PrimExpr], Padding | None]:
     """The box ``index_map`` maps ``buffer``'s shape into, one to one, and its padding."""
-    dims = []
-    for extent in buffer.shape:
-        if not isinstance(extent, IntImm):
-            raise _fail(site, f"buffer {buffer.name!r} has the symbolic extent {extent}")
-        dims.append(extent.value)
     if buffer.strides:
         raise _fail(site, f"buffer {buffer.name!r} has explicit strides")
-    if len(index_map.initial_indices) != len(dims):
+    if len(index_map.initial_indices) != len(buffer.shape):
         raise _fail(
             site,
             f"index map {index_map} takes {len(index_map.initial_indices)} indices; buffer "
-            f"{buffer.name!r} has {len(dims)} dimensions",
+            f"{buffer.name!r} has {len(buffer.shape)} dimensions",
         )
+    if not all(isinstance(extent, IntImm) for extent in buffer.shape):
+        return layout_symbolic.symbolic_shape(site, buffer, index_map, assume_injective), None
+    dims = [e.value for e in buffer.shape if isinstance(e, IntImm)]
     variables = index_map.initial_indices
-    dom = {v: Range(IntImm(0, int32), IntImm(e, int32)) for v, e in zip(variables, dims)}
+    dtype = index_dtype(buffer)
+    dom = {v: Range(IntImm(0, dtype), IntImm(e, dtype)) for v, e in zip(variables, dims)}
     result = detect_iter_map(index_map.final_indices, dom, check_level="bijective")
     if result:
         shape: list[int] = []
@@ -212,7 +223,7 @@ def _evaluated_shape(
     for expr, low in zip(index_map.final_indices, lowest):
         if low != 0:
             raise _fail(site, f"index map {index_map}: {expr} is not one dimension counted from 0")
-    if images is not None and not images.fills:
+    if images is not None and not images.fills and not assume_injective:
         raise ScheduleError(
             "transform_layout",
             "pad-value",
@@ -290,8 +301,8 @@ class _Relayout(Mutator):
             points = self._indices(tuple(r.min for r in region))
             return BufferRegion(self.new, tuple(Range(p, IntImm(1, p.dtype)) for p in points))
         # A box: the bounds of each new index over it.
-        offsets = [Var(f"r{k}", int32) for k in range(len(region))]
-        dom = {v: Range(IntImm(0, int32), r.extent) for v, r in zip(offsets, region)}
+        offsets = [Var(f"r{k}", r.extent.dtype) for k, r in enumerate(region)]
+        dom = {v: Range(IntImm(0, r.extent.dtype), r.extent) for v, r in zip(offsets, region)}
         moved = self.index_map.map_indices([op.add(r.min, v) for r, v in zip(region, offsets)])
         ranges = []
         for expr, size in zip(moved, self.new.shape):
@@ -303,7 +314,7 @@ class _Relayout(Mutator):
                     ranges.append(Range(self.analyzer.simplify(low), extent))
                     continue
             # Unbounded, or bounded only symbolically (an XOR of a box): the whole dimension.
-            ranges.append(Range(IntImm(0, int32), size))
+            ranges.append(Range(IntImm(0, size.dtype), size))
         return BufferRegion(self.new, tuple(ranges))
 
 

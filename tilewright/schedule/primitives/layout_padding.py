@@ -47,6 +47,10 @@ register_rules(
             "buffer's dtype or an integer function of the new indices that reads no buffer; "
             "the index map must then be affine (splits of the old dimensions)"
         ),
+        "pad-value-dtype": (
+            "as in TVM, a typed pad_value (T.float16(0), a function of the new indices, whose "
+            "values are int32) must have the buffer's dtype; plain Python numbers take it"
+        ),
     }
 )
 
@@ -141,7 +145,9 @@ def normalize_pad_value(buffer: Buffer, value: object, ndim: int) -> PadValue:
     if isinstance(value, IntImm | FloatImm):
         if value.dtype != dtype:
             raise _refuse(
-                f"pad_value {value!r} has dtype {value.dtype}; buffer {buffer.name!r} holds {dtype}"
+                f"pad_value {value!r} has dtype {value.dtype}; "
+                f"buffer {buffer.name!r} holds {dtype}",
+                rule="pad-value-dtype",
             )
         value = value.value
     if isinstance(value, int | float):  # bool too
@@ -165,12 +171,23 @@ def normalize_pad_value(buffer: Buffer, value: object, ndim: int) -> PadValue:
             raise _refuse(
                 f"pad_value {mapping} must take the {ndim} new indices and give one value"
             )
+        result = mapping.final_indices[0].dtype
+        if result != dtype:
+            raise _refuse(
+                f"pad_value {mapping} gives {result} values; buffer {buffer.name!r} holds {dtype}",
+                rule="pad-value-dtype",
+            )
         return mapping
     raise _refuse(f"pad_value {value!r} is neither a constant nor a function of the new indices")
 
 
-def _refuse(detail: str, func: PrimFunc | None = None, node: Stmt | None = None) -> ScheduleError:
-    return ScheduleError("transform_layout", "pad-value", detail, func, node)
+def _refuse(
+    detail: str,
+    func: PrimFunc | None = None,
+    node: Stmt | None = None,
+    rule: str = "pad-value",
+) -> ScheduleError:
+    return ScheduleError("transform_layout", rule, detail, func, node)
 
 
 def pad_expr(buffer: Buffer, value: PadValue, indices: tuple[PrimExpr, ...]) -> PrimExpr:
@@ -193,10 +210,13 @@ def write_padding(
         return func  # an input: the caller fills the padding
     if len(writers) == 1:
         nest = _row_major_nest(writers[0], old)
+        rewrite = _rewrite_producer
+        if nest is None:
+            nest, rewrite = _opaque_nest(writers[0], old), _rewrite_opaque
         if nest is not None:
             name = _block(writers[0]).name
             (path,) = [p for p in _writers(func.body, new) if _block(p).name == name]
-            return func.with_body(_rewrite_producer(path, len(nest), new, padding, value))
+            return func.with_body(rewrite(path, len(nest), new, padding, value))
     return func.with_body(_padding_block(func.body, new, padding, value))
 
 
@@ -317,6 +337,64 @@ def _rewrite_producer(
     )
     for lp in reversed(reduce_loops):
         stmt = update(lp, body=stmt)
+    for var, e in reversed(list(zip(loop_vars, shape))):
+        stmt = For(var, IntImm(0, int32), IntImm(e, int32), ForKind.SERIAL, stmt)
+    return rebuild(path[:-depth], stmt)  # in place of the outermost loop
+
+
+def _opaque_nest(path: Path, buffer: Buffer) -> list[For] | None:
+    """The loops of an opaque producer (no iterators) that stores ``buffer`` at its loops'
+    variables in order and does nothing else, each loop plain over the whole dimension."""
+    realize = path[-1]
+    assert isinstance(realize, BlockRealize)
+    block = realize.block
+    store = block.body
+    if block.iter_vars or block.init is not None or block.alloc_buffers or block.match_buffers:
+        return None
+    if not isinstance(store, BufferStore) or store.buffer is not buffer:
+        return None
+    if not (isinstance(realize.predicate, IntImm) and realize.predicate.value == 1):
+        return None
+    loops = list(path[-1 - buffer.ndim : -1])
+    if len(loops) != buffer.ndim or len(store.indices) != buffer.ndim:
+        return None
+    for k, (loop, index, dim) in enumerate(zip(loops, store.indices, buffer.shape)):
+        inner = loops[k + 1] if k + 1 < len(loops) else realize
+        if not isinstance(loop, For) or loop.kind is not ForKind.SERIAL or loop.annotations:
+            return None
+        if index is not loop.loop_var or loop.body is not inner or _const(loop.min) != 0:
+            return None
+        if _const(loop.extent) is None or _const(loop.extent) != _const(dim):
+            return None
+    return [lp for lp in loops if isinstance(lp, For)]
+
+
+def _rewrite_opaque(path: Path, depth: int, new: Buffer, padding: Padding, value: PadValue) -> Stmt:
+    """An opaque producer's nest over the new box: each old loop variable the inverse map of
+    the new ones, the stored value replaced by the pad value in the padding (TVM's)."""
+    realize = path[-1]
+    assert isinstance(realize, BlockRealize)
+    block = realize.block
+    store = block.body
+    assert isinstance(store, BufferStore)
+    loops = [lp for lp in path[-1 - depth : -1] if isinstance(lp, For)]
+    shape = _shape(new)
+    loop_vars = [Var(f"ax{k}", int32) for k in range(len(shape))]
+    to_loops = dict(zip(padding.new_vars, loop_vars))
+    analyzer = Analyzer()
+    for var, e in zip(loop_vars, shape):
+        analyzer.bind(var, Range(IntImm(0, int32), IntImm(e, int32)))
+    table = {
+        lp.loop_var: substitute(padding.inverse.get(old, IntImm(0, int32)), to_loops)
+        for lp, old in zip(loops, padding.old_vars)
+    }
+    stored = analyzer.simplify(substitute(store.value, table))
+    pad = pad_expr(new, value, tuple(loop_vars))
+    chosen = op.if_then_else(substitute(padding.predicate, to_loops), pad, stored)
+    new_block = update(block, body=BufferStore(new, chosen, tuple(loop_vars)))
+    reads, writes = block_access_regions(new_block)
+    new_block = update(new_block, reads=reads, writes=writes)
+    stmt: Stmt = update(realize, block=new_block)
     for var, e in reversed(list(zip(loop_vars, shape))):
         stmt = For(var, IntImm(0, int32), IntImm(e, int32), ForKind.SERIAL, stmt)
     return rebuild(path[:-depth], stmt)  # in place of the outermost loop
