@@ -46,15 +46,35 @@ class BufferStore(Stmt):
     span: Span | None = None
 
 
-class ForKind(enum.Enum):
+class ForKind(enum.IntEnum):
     """How a loop runs: in order, across CPU threads, as vector lanes, unrolled, or bound
-    to a GPU thread axis (``For.thread_tag``)."""
+    to a GPU thread axis (``For.thread_tag``). An int enum numbered as TVM's.
 
-    SERIAL = "serial"
-    PARALLEL = "parallel"
-    VECTORIZED = "vectorized"
-    UNROLLED = "unroll"
-    THREAD_BINDING = "thread_binding"
+    Example::
+
+        >>> int(ForKind.UNROLLED), ForKind.UNROLLED.script_name
+        (3, 'unroll')
+    """
+
+    SERIAL = 0
+    PARALLEL = 1
+    VECTORIZED = 2
+    UNROLLED = 3
+    THREAD_BINDING = 4
+
+    @property
+    def script_name(self) -> str:
+        """The TVMScript spelling of the loop kind: ``T.<script_name>(...)``."""
+        return _FOR_KIND_SCRIPT[self]
+
+
+_FOR_KIND_SCRIPT = {
+    ForKind.SERIAL: "serial",
+    ForKind.PARALLEL: "parallel",
+    ForKind.VECTORIZED: "vectorized",
+    ForKind.UNROLLED: "unroll",
+    ForKind.THREAD_BINDING: "thread_binding",
+}
 
 
 @node
@@ -109,6 +129,11 @@ class Block(Stmt):
     annotations: Attrs = ()
     span: Span | None = None
 
+    @property
+    def name_hint(self) -> str:
+        """The block's name (TVM's field name); a hint that structural equality ignores."""
+        return self.name
+
 
 @node
 class MatchBufferRegion(Node):
@@ -129,9 +154,32 @@ class BlockRealize(Stmt):
 
 @node
 class SeqStmt(Stmt):
-    """Statements in order."""
+    """Statements in order; a nested ``SeqStmt`` is spliced into the outer one on
+    construction (as TVM's constructor does). Indexable and sized like its ``seq``.
+
+    Example::
+
+        >>> s = SeqStmt((a, SeqStmt((b, c))))
+        >>> len(s), s[1] is b, s.seq == (a, b, c)
+        (3, True, True)
+    """
 
     seq: tuple[Stmt, ...]
+
+    def __post_init__(self) -> None:
+        seq = self.seq
+        if isinstance(seq, tuple) and not any(isinstance(s, SeqStmt) for s in seq):
+            return
+        flat: list[Stmt] = []
+        for s in seq:
+            flat.extend(s.seq if isinstance(s, SeqStmt) else (s,))
+        object.__setattr__(self, "seq", tuple(flat))
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def __getitem__(self, index: int) -> Stmt:
+        return self.seq[index]
 
 
 @node
