@@ -62,13 +62,23 @@ def test_seq_stmt_len_and_indexing():
 
 def test_seq_stmt_flattens_nested_sequences_on_construction():
     a, b, c, d = _stmts(4)
-    nested = tir.SeqStmt([a, SeqStmt((b, SeqStmt((c, d))))])
+    nested = tir.SeqStmt([a, tir.SeqStmt([b, SeqStmt((c, d))])])
     # TVM: tir.SeqStmt([a, tir.SeqStmt([b, tir.SeqStmt([c, d])])]).seq == [a, b, c, d]
     assert nested.seq == (a, b, c, d)
     assert len(nested) == 4 and nested[3] is d
-    assert all(not isinstance(s, SeqStmt) for s in nested.seq)
-    # A list is held as a tuple, so the node stays hashable and immutable.
+    deep = tir.SeqStmt([SeqStmt((a, SeqStmt((b, SeqStmt((c, d))))))])
+    assert deep.seq == (a, b, c, d)
+    # The list is held as a tuple, so the node stays immutable.
     assert isinstance(tir.SeqStmt([a, b]).seq, tuple)
+
+
+def test_seq_stmt_built_from_a_tuple_keeps_its_groups():
+    # Passes build the tuple form; a nested sequence stays one statement (a lowered
+    # block's statements, one software-pipeline stage).
+    a, b, c = _stmts(3)
+    inner = SeqStmt((b, c))
+    grouped = SeqStmt((a, inner))
+    assert len(grouped) == 2 and grouped[1] is inner
 
 
 def test_for_kind_is_an_int_enum_numbered_as_tvm():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Iterator
 
 from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.expr import PrimExpr, Range, Var
@@ -154,12 +155,16 @@ class BlockRealize(Stmt):
 
 @node
 class SeqStmt(Stmt):
-    """Statements in order; a nested ``SeqStmt`` is spliced into the outer one on
-    construction (as TVM's constructor does). Indexable and sized like its ``seq``.
+    """Statements in order; indexable and sized like its ``seq``.
+
+    Given a list, TVM's spelling (``tir.SeqStmt([a, b])``), nested sequences are spliced
+    in as TVM's constructor does. The tuple form that passes build keeps a nested
+    ``SeqStmt`` as one statement: once ``lower_blocks`` has removed the blocks, that nesting
+    is what groups a block's statements into one software-pipeline stage.
 
     Example::
 
-        >>> s = SeqStmt((a, SeqStmt((b, c))))
+        >>> s = SeqStmt([a, SeqStmt((b, c))])
         >>> len(s), s[1] is b, s.seq == (a, b, c)
         (3, True, True)
     """
@@ -167,19 +172,24 @@ class SeqStmt(Stmt):
     seq: tuple[Stmt, ...]
 
     def __post_init__(self) -> None:
-        seq = self.seq
-        if isinstance(seq, tuple) and not any(isinstance(s, SeqStmt) for s in seq):
+        if isinstance(self.seq, tuple):
             return
-        flat: list[Stmt] = []
-        for s in seq:
-            flat.extend(s.seq if isinstance(s, SeqStmt) else (s,))
-        object.__setattr__(self, "seq", tuple(flat))
+        object.__setattr__(self, "seq", tuple(_spliced(self.seq)))
 
     def __len__(self) -> int:
         return len(self.seq)
 
     def __getitem__(self, index: int) -> Stmt:
         return self.seq[index]
+
+
+def _spliced(stmts: Iterable[Stmt]) -> Iterator[Stmt]:
+    """``stmts`` with every nested ``SeqStmt``, at any depth, replaced by its statements."""
+    for s in stmts:
+        if isinstance(s, SeqStmt):
+            yield from _spliced(s.seq)
+        else:
+            yield s
 
 
 @node
