@@ -94,3 +94,38 @@ def test_an_expr_rv_of_another_schedule_is_stale():
     _, (other, _, _) = _tiles()
     error = check_refused(sch, lambda: sch.get(other * 2), "not created by this schedule")
     assert error.rule == "stale-reference"
+
+
+@T.prim_func
+def two_stage(A: T.Buffer((16, 8), "float32"), C: T.Buffer((16, 8), "float32")):
+    B = T.alloc_buffer((16, 8))
+    for i, j in T.grid(16, 8):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(16, 8):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+@T.prim_func
+def two_stage_split(A: T.Buffer((16, 8), "float32"), C: T.Buffer((16, 8), "float32")):
+    B = T.alloc_buffer((4, 8, 4))
+    for i, j in T.grid(16, 8):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi // 4, vj, vi % 4] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(16, 8):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi // 4, vj, vi % 4] + T.float32(1)
+
+
+def test_an_index_map_may_use_sampled_values():
+    sch = Schedule(two_stage)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    v0, v1, _ = sch.sample_perfect_tile(i, n=3, decision=[2, 2, 4])
+    sch.transform_layout("B", ("write", 0), lambda i, j: (i // (v0 * v1), j, i % (v0 * v1)))
+    check_schedule(sch, two_stage, two_stage_split)  # expected IR, replay, numeric
+    assert "index_map=lambda i, j: (i // 4, j, i % 4)" in str(sch.trace)
