@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from tilewright.arith.simplify import simplify
 from tilewright.ir.buffer import Buffer
+from tilewright.ir.expr import PrimExpr, Var
 from tilewright.ir.functor import substitute
 from tilewright.ir.stmt import Block
 from tilewright.schedule.dataflow import consumers_of, producers_of, scope_blocks, scope_path
@@ -244,7 +245,7 @@ class BlockMethods(ScheduleMixin):
         rvs = rvs_in(mapping.final_indices)
         if not rvs:
             return mapping
-        values = {rv: self._expr(rv, "transform_layout") for rv in rvs}
+        values: dict[Var, PrimExpr | int] = {rv: self._expr(rv, "transform_layout") for rv in rvs}
         final = [simplify(substitute(e, values)) for e in mapping.final_indices]
         return IndexMap(mapping.initial_indices, final)
 

@@ -100,7 +100,9 @@ def rv_expr_text(expr: PrimExpr, names: Mapping[ExprRV, str]) -> str:
         >>> rv_expr_text(v0 * v1 + 1, {v0: "v3", v1: "v4"})
         'v3 * v4 + 1'
     """
-    renamed = {rv: Var(names.get(rv, rv.name), rv.dtype) for rv in rvs_in(expr)}
+    renamed: dict[Var, PrimExpr | int] = {
+        rv: Var(names.get(rv, rv.name), rv.dtype) for rv in rvs_in(expr)
+    }
     return substitute(expr, renamed).script()
 
 

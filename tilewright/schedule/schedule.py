@@ -7,7 +7,7 @@ from __future__ import annotations
 import numbers
 import random
 from collections.abc import Sequence
-from typing import Any, cast, overload
+from typing import Any, TypeGuard, cast, overload
 
 from tilewright.ir.expr import IntImm, PrimExpr
 from tilewright.ir.function import PrimFunc
@@ -385,7 +385,7 @@ def _flatten(loops_: Sequence[object]) -> list[LoopRV]:
     return [cast(LoopRV, r) for r in loops_]  # the primitive checks each one
 
 
-def _sampled(value: object) -> bool:
+def _sampled(value: object) -> TypeGuard[PrimExpr]:
     """An ``ExprRV``, or an expression of them, that stands for a sampled integer."""
     return isinstance(value, PrimExpr) and bool(rvs_in(value))
 
