@@ -129,3 +129,38 @@ def test_an_index_map_may_use_sampled_values():
     sch.transform_layout("B", ("write", 0), lambda i, j: (i // (v0 * v1), j, i % (v0 * v1)))
     check_schedule(sch, two_stage, two_stage_split)  # expected IR, replay, numeric
     assert "index_map=lambda i, j: (i // 4, j, i % 4)" in str(sch.trace)
+
+
+@T.prim_func
+def elementwise(A: T.Buffer((16, 8, 4), "float32"), B: T.Buffer((16, 8, 4), "float32")):
+    for i, j, k in T.grid(16, 8, 4):
+        with T.block("B"):
+            vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+            B[vi, vj, vk] = A[vi, vj, vk] * T.float32(2)
+
+
+@T.prim_func
+def elementwise_partitioned(A: T.Buffer((16, 8, 4), "float32"), B: T.Buffer((16, 8, 4), "float32")):
+    for i, j in T.grid(16, 8):
+        with T.block("B_k_common"):
+            with T.block("B_k0_partition"):
+                for _k0 in range(1):
+                    with T.block("B_k0"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        vk = T.axis.spatial((0, 1), 0)
+                        B[vi, vj, vk] = A[vi, vj, vk] * T.float32(2)
+            with T.block("B_k1_partition"):
+                for k1 in T.serial(1, 4):
+                    with T.block("B_k1"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        vk = T.axis.spatial((1, 4), k1)
+                        B[vi, vj, vk] = A[vi, vj, vk] * T.float32(2)
+
+
+def test_loop_partition_takes_an_expression_of_sampled_values():
+    sch = Schedule(elementwise)
+    _, _, k = sch.get_loops(sch.get_block("B"))
+    v = sch.sample_categorical([2, 3], [0.5, 0.5], decision=0)
+    sch.loop_partition(k, [v - 1, None], preserve_unit_iters=False)
+    check_schedule(sch, elementwise, elementwise_partitioned)  # expected IR, replay, numeric
+    assert "factors=[v4 - 1, None]" in sch.trace.as_python()[-1]
