@@ -1,5 +1,6 @@
 import pytest
 
+import tilewright as tw
 from tilewright.ir import (
     BufferStore,
     For,
@@ -78,3 +79,34 @@ def test_map_free_vars_false_keeps_free_variables_apart():
     with pytest.raises(AssertionError, match=r"a different free variable \(map_free_vars=False\)"):
         assert_structural_equal(x * 2, y * 2, map_free_vars=False)
     assert_structural_equal(x * 2, y * 2, True)  # TVM's positional third argument
+
+
+_COPY = """
+@T.prim_func
+def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("{name}"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+"""
+
+
+def test_block_names_take_no_part_as_in_tvm():
+    # TVM leaves a Block's name_hint out of structural equality and hashing.
+    a = tw.script.from_source(_COPY.format(name="B"))
+    b = tw.script.from_source(_COPY.format(name="renamed"))
+    assert structural_equal(a, b)
+    assert structural_hash(a) == structural_hash(b)
+    assert_structural_equal(a, b)
+    # Only the name is ignored: a different body still differs.
+    c = tw.script.from_source(_COPY.format(name="B").replace("T.float32(2)", "T.float32(3)"))
+    assert not structural_equal(a, c)
+
+
+def test_list_and_tuple_of_the_same_items_are_equal():
+    x, y = Var("x", dtype("int32")), Var("y", dtype("int32"))
+    assert structural_equal([x + 1, y], (x + 1, y))
+    assert structural_hash([x + 1, y]) == structural_hash((x + 1, y))
+    assert_structural_equal([const(1), const(2)], (const(1), const(2)))
+    assert not structural_equal([x + 1, y], (x + 1,))
+    assert not structural_equal([const(1), const(2)], (const(1), const(3)))

@@ -123,7 +123,7 @@ def test_copy_is_independent_and_keeps_references() -> None:
     check_refused(copy, lambda: copy.get(j), "no longer exists")
     assert len(copy.trace) == len(sch.trace) + 1
     sch.parallel(i)
-    assert copy.get(i).kind.value == "serial"
+    assert copy.get(i).kind.script_name == "serial"
     check_schedule(copy, two_stage)
     check_schedule(sch, two_stage)
 

@@ -91,7 +91,7 @@ def test_reorder_keeps_loop_kinds_and_references() -> None:
     sch.unroll(k)
     sch.reorder(k, i)
     assert [sch.get(r).loop_var.name for r in sch.get_loops(sch.get_block("C"))] == ["k", "j", "i"]
-    assert sch.get(k).kind.value == "unroll"
+    assert sch.get(k).kind.script_name == "unroll"
     check_schedule(sch, matmul)
 
 

@@ -33,6 +33,7 @@ from tilewright.ir.expr import (
     Not,
     Or,
     PrimExpr,
+    PrimType,
     Ramp,
     Range,
     Select,

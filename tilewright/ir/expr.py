@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, TypeAlias
 
 from tilewright.ir.dtype import DataType, bool_, handle
@@ -121,6 +122,35 @@ class PrimExpr(Node):
         # whatever x is; IntImm and FloatImm override this with their value.
         raise TypeError(_unknown_truth_value(self))
 
+    @property
+    def ty(self) -> PrimType:
+        """The expression's type as TVM's ``PrimExpr.ty`` gives it: ``PrimType(dtype)``.
+
+        Example::
+
+            >>> (Var("x", int64) + 1).ty.dtype
+            DataType('int64')
+        """
+        return PrimType(self.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrimType:
+    """The type of a scalar or vector expression: its dtype (TVM's ``tvm.ir.PrimType``).
+    Not an IR node of a program: a value, equal to any ``PrimType`` of the same dtype.
+
+    Example::
+
+        >>> PrimType("float32").dtype
+        DataType('float32')
+    """
+
+    dtype: DataType
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.dtype, DataType):
+            object.__setattr__(self, "dtype", DataType.parse(self.dtype))
+
 
 @node
 class Var(PrimExpr):
@@ -132,10 +162,22 @@ class Var(PrimExpr):
 
 @node
 class IntImm(PrimExpr):
-    """An integer (or bool) constant."""
+    """An integer (or bool) constant.
+
+    Built as ``IntImm(value, dtype)`` or, as TVM's ``tir.IntImm``, ``IntImm(dtype, value)``
+    with the dtype (a string or ``DataType``) first; a string dtype is parsed.
+
+    Example::
+
+        >>> IntImm("int64", 10).value, IntImm("int64", 10).dtype
+        (10, DataType('int64'))
+    """
 
     value: int
     dtype: DataType
+
+    def __post_init__(self) -> None:
+        _dtype_first(self)
 
     def __int__(self) -> int:
         return self.value
@@ -149,16 +191,33 @@ class IntImm(PrimExpr):
 
 @node
 class FloatImm(PrimExpr):
-    """A floating-point constant."""
+    """A floating-point constant; ``FloatImm(value, dtype)`` or, as TVM's ``tir.FloatImm``,
+    ``FloatImm(dtype, value)`` (``FloatImm("float32", 0.5)``)."""
 
     value: float
     dtype: DataType
+
+    def __post_init__(self) -> None:
+        _dtype_first(self)
 
     def __float__(self) -> float:
         return self.value
 
     def __bool__(self) -> bool:
         return self.value != 0
+
+
+def _dtype_first(imm: IntImm | FloatImm) -> None:
+    """Accept TVM's argument order ``(dtype, value)`` and a dtype given as a string."""
+    value, dt = imm.value, imm.dtype
+    if isinstance(dt, DataType) and not isinstance(value, str | DataType):
+        return  # the common case: (value, DataType)
+    if isinstance(value, str | DataType) and not isinstance(dt, str | DataType):
+        value, dt = dt, value
+    if isinstance(value, str | DataType):
+        raise TypeError(f"{type(imm).__name__} needs a number and a dtype, got {value!r}, {dt!r}")
+    object.__setattr__(imm, "value", value)
+    object.__setattr__(imm, "dtype", DataType.parse(dt))
 
 
 @node

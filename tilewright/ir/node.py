@@ -43,6 +43,18 @@ class Node:
             return self
         return dataclasses.replace(self, **changes)
 
+    def same_as(self, other: object) -> bool:
+        """True when ``other`` is this very node (TVM's ``Object.same_as``: identity, not
+        structure; see ``structural_equal``).
+
+        Example::
+
+            >>> x = Var("x", int32)
+            >>> x.same_as(x), x.same_as(Var("x", int32))
+            (True, False)
+        """
+        return self is other
+
     def script(self) -> str:
         """This node as TVMScript-style text."""
         # The printer lives in a later package of the pipeline; import on use.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Iterator
 
 from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.expr import PrimExpr, Range, Var
@@ -46,15 +47,35 @@ class BufferStore(Stmt):
     span: Span | None = None
 
 
-class ForKind(enum.Enum):
+class ForKind(enum.IntEnum):
     """How a loop runs: in order, across CPU threads, as vector lanes, unrolled, or bound
-    to a GPU thread axis (``For.thread_tag``)."""
+    to a GPU thread axis (``For.thread_tag``). An int enum numbered as TVM's.
 
-    SERIAL = "serial"
-    PARALLEL = "parallel"
-    VECTORIZED = "vectorized"
-    UNROLLED = "unroll"
-    THREAD_BINDING = "thread_binding"
+    Example::
+
+        >>> int(ForKind.UNROLLED), ForKind.UNROLLED.script_name
+        (3, 'unroll')
+    """
+
+    SERIAL = 0
+    PARALLEL = 1
+    VECTORIZED = 2
+    UNROLLED = 3
+    THREAD_BINDING = 4
+
+    @property
+    def script_name(self) -> str:
+        """The TVMScript spelling of the loop kind: ``T.<script_name>(...)``."""
+        return _FOR_KIND_SCRIPT[self]
+
+
+_FOR_KIND_SCRIPT = {
+    ForKind.SERIAL: "serial",
+    ForKind.PARALLEL: "parallel",
+    ForKind.VECTORIZED: "vectorized",
+    ForKind.UNROLLED: "unroll",
+    ForKind.THREAD_BINDING: "thread_binding",
+}
 
 
 @node
@@ -109,6 +130,11 @@ class Block(Stmt):
     annotations: Attrs = ()
     span: Span | None = None
 
+    @property
+    def name_hint(self) -> str:
+        """The block's name (TVM's field name); a hint that structural equality ignores."""
+        return self.name
+
 
 @node
 class MatchBufferRegion(Node):
@@ -129,9 +155,41 @@ class BlockRealize(Stmt):
 
 @node
 class SeqStmt(Stmt):
-    """Statements in order."""
+    """Statements in order; indexable and sized like its ``seq``.
+
+    Given a list, TVM's spelling (``tir.SeqStmt([a, b])``), nested sequences are spliced
+    in as TVM's constructor does. The tuple form that passes build keeps a nested
+    ``SeqStmt`` as one statement: once ``lower_blocks`` has removed the blocks, that nesting
+    is what groups a block's statements into one software-pipeline stage.
+
+    Example::
+
+        >>> s = SeqStmt([a, SeqStmt((b, c))])
+        >>> len(s), s[1] is b, s.seq == (a, b, c)
+        (3, True, True)
+    """
 
     seq: tuple[Stmt, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.seq, tuple):
+            return
+        object.__setattr__(self, "seq", tuple(_spliced(self.seq)))
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def __getitem__(self, index: int) -> Stmt:
+        return self.seq[index]
+
+
+def _spliced(stmts: Iterable[Stmt]) -> Iterator[Stmt]:
+    """``stmts`` with every nested ``SeqStmt``, at any depth, replaced by its statements."""
+    for s in stmts:
+        if isinstance(s, SeqStmt):
+            yield from _spliced(s.seq)
+        else:
+            yield s
 
 
 @node

@@ -1,9 +1,11 @@
 """Structural equality and hashing of IR, modulo renaming of variables and buffers.
 
 Two trees are equal when they have the same node classes and field values, and their
-variables (and buffers) correspond one-to-one in order of first appearance; names and
-source positions (``span``) are hints and take no part. The hash is stable across
-processes (it keys the compile cache).
+variables (and buffers) correspond one-to-one in order of first appearance; names (of
+variables, buffers, functions and blocks, as in TVM, where a block's ``name_hint`` takes
+no part) and source positions (``span``) are hints and take no part. A Python list and a
+tuple of the same items are equal (TVM converts both to one ``Array``). The hash is stable
+across processes (it keys the compile cache).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ _IGNORED = {
     Var: ("name",),
     Buffer: ("name",),
     PrimFunc: ("name", "spelling"),
-    Block: ("span",),
+    Block: ("name", "span"),
     For: ("span",),
     BufferStore: ("span",),
 }
@@ -97,8 +99,10 @@ class _Equal:
                 if not self.equal(value, getattr(b, name), f"{path}.{name}"):
                     return False
             return True
-        if isinstance(a, tuple) or isinstance(b, tuple):
-            if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
+        if isinstance(a, tuple | list) or isinstance(b, tuple | list):
+            if not (isinstance(a, tuple | list) and isinstance(b, tuple | list)) or len(a) != len(
+                b
+            ):
                 return self.fail(path, a, b, "sequences differ in length")
             return all(self.equal(x, y, f"{path}[{i}]") for i, (x, y) in enumerate(zip(a, b)))
         if type(a) is not type(b) or a != b:
@@ -186,7 +190,7 @@ def assert_structural_equal(lhs: object, rhs: object, map_free_vars: bool = True
 
 
 def _show(value: object) -> str:
-    if isinstance(value, tuple):
+    if isinstance(value, tuple | list):
         return "(" + ", ".join(_show(v) for v in value) + ")"
     return repr(value)
 
@@ -213,7 +217,7 @@ class _Hasher:
             for name, item in value.field_items():
                 if name not in ignored:
                     self.walk(item)
-        elif isinstance(value, tuple):
+        elif isinstance(value, tuple | list):  # one hash for both, as TVM's Array
             self.feed("tuple", struct.pack("<I", len(value)))
             for item in value:
                 self.walk(item)

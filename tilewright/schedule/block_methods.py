@@ -7,7 +7,10 @@ import numbers
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from tilewright.arith.simplify import simplify
 from tilewright.ir.buffer import Buffer
+from tilewright.ir.expr import PrimExpr, Var
+from tilewright.ir.functor import substitute
 from tilewright.ir.stmt import Block
 from tilewright.schedule.dataflow import consumers_of, producers_of, scope_blocks, scope_path
 from tilewright.schedule.error import ScheduleError
@@ -25,7 +28,7 @@ from tilewright.schedule.primitives import (
 )
 from tilewright.schedule.primitives import tensorize as tensorize_
 from tilewright.schedule.primitives.blockize_blocks import blockize_blocks
-from tilewright.schedule.reference import BlockRV, LoopRV
+from tilewright.schedule.reference import BlockRV, LoopRV, rvs_in
 from tilewright.schedule.tensor_intrin import TensorIntrin
 
 if TYPE_CHECKING:
@@ -240,12 +243,22 @@ class BlockMethods(ScheduleMixin):
         old = (node.reads if kind == "read" else node.writes)[index].buffer
         symbols = layout_symbolic.function_symbols(site.func)
         dtype = layout.index_dtype(old)
-        mapping = as_index_map(index_map, len(old.shape), symbols, dtype)
+        mapping = self._sampled_values(as_index_map(index_map, len(old.shape), symbols, dtype))
         pad = layout_padding.normalize_pad_value(old, pad_value, len(mapping.final_indices))
         assume = bool(assume_injective_transform)
         func = layout.transform_layout(site, kind, index, mapping, pad, assume)
         self._state.commit(site.func_name, func)
         self._record("transform_layout", (target,), ([kind, index], mapping, pad, assume))
+
+    def _sampled_values(self, mapping: IndexMap) -> IndexMap:
+        """``mapping`` with each ``ExprRV`` it uses (``lambda i: (i // (v0 * v1), ...)``)
+        replaced by its value; the map is recorded so, replaying the values taken."""
+        rvs = rvs_in(mapping.final_indices)
+        if not rvs:
+            return mapping
+        values: dict[Var, PrimExpr | int] = {rv: self._expr(rv, "transform_layout") for rv in rvs}
+        final = [simplify(substitute(e, values)) for e in mapping.final_indices]
+        return IndexMap(mapping.initial_indices, final)
 
     # ---- compute location ----------------------------------------------------------------
     def compute_at(

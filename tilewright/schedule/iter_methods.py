@@ -9,13 +9,13 @@ import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tilewright.ir.expr import IntImm
+from tilewright.ir.expr import IntImm, PrimExpr
 from tilewright.ir.stmt import Block, For
 from tilewright.schedule.error import ScheduleError, register_rules
 from tilewright.schedule.instruction import InstructionKind, register_kinds
 from tilewright.schedule.mixin import ScheduleMixin
 from tilewright.schedule.primitives import block_iters, loop_partition, merge, partitioned_tile
-from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
+from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV, rvs_in
 from tilewright.schedule.tree import Path
 
 BlockArg = BlockRV | str
@@ -162,10 +162,9 @@ class IterMethods(ScheduleMixin):
                 "loop_partition", "partition-factors", f"factors {factors!r} is not a list"
             )
         given = tuple(
-            f if isinstance(f, ExprRV) or f is None else _int("loop_partition", "factor", f)
-            for f in factors
+            f if _sampled_or_none(f) else _int("loop_partition", "factor", f) for f in factors
         )
-        values = [self._expr(f, "loop_partition") if isinstance(f, ExprRV) else f for f in given]
+        values = [self._expr(f, "loop_partition") if isinstance(f, PrimExpr) else f for f in given]
         func, new_vars = loop_partition.loop_partition(site, values, bool(preserve_unit_iters))
         self._state.commit(site.func_name, func)
         refs = [self._state.loop_ref(site.func_name, v) for v in new_vars]
@@ -310,3 +309,8 @@ def _flatten(loops: Sequence[object]) -> list[LoopRV]:
     if len(loops) == 1 and isinstance(loops[0], list | tuple):
         return list(loops[0])
     return list(loops)  # type: ignore[arg-type]  # the primitive checks each one
+
+
+def _sampled_or_none(value: object) -> bool:
+    """None, an ``ExprRV`` or an expression of them (such as ``v0 * v1``)."""
+    return value is None or (isinstance(value, PrimExpr) and bool(rvs_in(value)))

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, overload
 
 if TYPE_CHECKING:
+    from tilewright.ir.expr import PrimExpr
     from tilewright.schedule.instruction import Instruction, Ref
-    from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
+    from tilewright.schedule.reference import BlockRV, LoopRV
     from tilewright.schedule.state import ScheduleState
     from tilewright.schedule.tree import Site
 
@@ -35,7 +36,7 @@ class ScheduleMixin:
             decision: object = None,
         ) -> None: ...
 
-        def _expr(self, ref: ExprRV, primitive: str) -> int: ...
+        def _expr(self, ref: PrimExpr, primitive: str) -> int: ...
 
         @overload
         def _target(self, ref: BlockArg) -> BlockRV: ...

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numbers
 import random
 from collections.abc import Sequence
-from typing import Any, cast, overload
+from typing import Any, TypeGuard, cast, overload
 
 from tilewright.ir.expr import IntImm, PrimExpr
 from tilewright.ir.function import PrimFunc
@@ -20,7 +20,7 @@ from tilewright.schedule.instruction import Instruction, Ref
 from tilewright.schedule.iter_methods import IterMethods
 from tilewright.schedule.primitives import annotate as annotate_
 from tilewright.schedule.primitives import for_kind, get, loops
-from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
+from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV, rv_value, rvs_in
 from tilewright.schedule.reindex_methods import ReindexMethods
 from tilewright.schedule.sampling_methods import SamplingMethods
 from tilewright.schedule.state import ScheduleState
@@ -103,12 +103,13 @@ class Schedule(BlockMethods, SamplingMethods, IterMethods, BufferMethods, Reinde
         return other
 
     @overload
-    def get(self, ref: ExprRV) -> int: ...
+    def get(self, ref: PrimExpr) -> int: ...
     @overload
     def get(self, ref: BlockRV | LoopRV) -> Block | For: ...
-    def get(self, ref: BlockRV | LoopRV | ExprRV) -> Block | For | int:
-        """The IR node a reference stands for now, or the value a sampled ``ExprRV`` took."""
-        if isinstance(ref, ExprRV):
+    def get(self, ref: BlockRV | LoopRV | PrimExpr) -> Block | For | int:
+        """The IR node a reference stands for now, or the value a sampled ``ExprRV`` took
+        (of an expression of them, such as ``v0 * v1``, its value, as in TVM)."""
+        if isinstance(ref, PrimExpr):
             return self._expr(ref, "get")
         node = self._state.any_site(ref, "get").node
         assert isinstance(node, Block | For)
@@ -147,10 +148,15 @@ class Schedule(BlockMethods, SamplingMethods, IterMethods, BufferMethods, Reinde
     ) -> None:
         self._insts.append(Instruction(kind, tuple(inputs), tuple(attrs), tuple(outputs), decision))
 
-    def _expr(self, ref: ExprRV, primitive: str) -> int:
-        value = self._state.exprs.get(ref)
+    def _expr(self, ref: PrimExpr, primitive: str) -> int:
+        for rv in [ref] if isinstance(ref, ExprRV) else rvs_in(ref):
+            if rv not in self._state.exprs:
+                raise ScheduleError(primitive, "stale-reference", self._state.unknown(rv))
+        if isinstance(ref, ExprRV):
+            return self._state.exprs[ref]
+        value = rv_value(ref, self._state.exprs)
         if value is None:
-            raise ScheduleError(primitive, "stale-reference", self._state.unknown(ref))
+            raise ScheduleError(primitive, "argument", f"{ref} is not an integer of ExprRVs")
         return value
 
     @overload
@@ -231,7 +237,7 @@ class Schedule(BlockMethods, SamplingMethods, IterMethods, BufferMethods, Reinde
         """
         site = self._state.loop_site(loop, "split")
         given = tuple(f if isinstance(f, ExprRV) else _factor(f) for f in factors)
-        values = tuple(self._expr(f, "split") if isinstance(f, ExprRV) else f for f in given)
+        values = tuple(self._expr(f, "split") if _sampled(f) else f for f in given)
         func, new_vars = loops.split(site, values, preserve_unit_iters, disable_predication)
         self._state.commit(site.func_name, func)
         refs = [self._state.loop_ref(site.func_name, v) for v in new_vars]
@@ -356,7 +362,7 @@ class Schedule(BlockMethods, SamplingMethods, IterMethods, BufferMethods, Reinde
         target = self._target(block_or_loop)
         site = self._state.any_site(target, "annotate")
         given = ann_val if isinstance(ann_val, ExprRV) else _annotation_value(ann_val)
-        value = self._expr(given, "annotate") if isinstance(given, ExprRV) else given
+        value = self._expr(given, "annotate") if _sampled(given) else given
         self._state.commit(site.func_name, annotate_.annotate(site, str(ann_key), value))
         self._record("annotate", (target, given), (str(ann_key),))
 
@@ -377,6 +383,11 @@ def _flatten(loops_: Sequence[object]) -> list[LoopRV]:
     if len(loops_) == 1 and isinstance(loops_[0], list | tuple):
         return list(loops_[0])
     return [cast(LoopRV, r) for r in loops_]  # the primitive checks each one
+
+
+def _sampled(value: object) -> TypeGuard[PrimExpr]:
+    """An ``ExprRV``, or an expression of them, that stands for a sampled integer."""
+    return isinstance(value, PrimExpr) and bool(rvs_in(value))
 
 
 def _factor(value: object) -> int | PrimExpr | None:

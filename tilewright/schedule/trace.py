@@ -9,10 +9,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tilewright.ir.expr import FloatImm, IntImm, PrimExpr
+from tilewright.ir.functor import substitute
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.index_map import IndexMap
 from tilewright.schedule.instruction import Instruction, InstructionKind, Ref
-from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
+from tilewright.schedule.reference import (
+    BlockRV,
+    ExprRV,
+    LoopRV,
+    parse_rv_expr,
+    rv_expr_text,
+    rvs_in,
+)
 
 if TYPE_CHECKING:
     from tilewright.schedule.schedule import Schedule
@@ -300,6 +308,8 @@ def _items(value: object) -> list[object]:
 def _refs_in(value: object) -> list[Ref]:
     if isinstance(value, BlockRV | LoopRV | ExprRV):
         return [value]
+    if isinstance(value, PrimExpr):
+        return list(rvs_in(value))  # an expression of sampled values, such as v0 * v1
     if isinstance(value, list | tuple):
         return [r for v in value for r in _refs_in(v)]
     return []
@@ -310,6 +320,9 @@ def _substitute(value: object, mapping: dict[Ref, Ref]) -> object:
         if value not in mapping:
             raise ValueError(f"{value!r} is used before an instruction of the trace creates it")
         return mapping[value]
+    if isinstance(value, PrimExpr) and rvs_in(value):
+        used = {rv: _substitute(rv, mapping) for rv in rvs_in(value)}
+        return substitute(value, used)  # type: ignore[arg-type]
     if isinstance(value, list | tuple):
         return [_substitute(v, mapping) for v in value]
     return value
@@ -318,6 +331,8 @@ def _substitute(value: object, mapping: dict[Ref, Ref]) -> object:
 def _python_value(value: object, names: dict[Ref, str]) -> str:
     if isinstance(value, BlockRV | LoopRV | ExprRV):
         return names.get(value, "None")
+    if isinstance(value, PrimExpr) and rvs_in(value):
+        return rv_expr_text(value, names)  # type: ignore[arg-type]
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, list | tuple):
@@ -368,6 +383,8 @@ def _plain(value: object, kind: str) -> object:
 def _encode(value: object, names: dict[Ref, str]) -> object:
     if isinstance(value, BlockRV | LoopRV | ExprRV):
         return names[value]
+    if isinstance(value, PrimExpr) and rvs_in(value):
+        return {"expr": rv_expr_text(value, names)}  # type: ignore[arg-type]
     if isinstance(value, str):
         return {"str": value}
     if isinstance(value, list | tuple):
@@ -381,7 +398,7 @@ def _decode(value: object, refs: dict[str, Ref]) -> object:
             return json.loads(value)  # TVM writes a string input as its quoted text
         return refs[value]
     if isinstance(value, dict):
-        return value["str"]
+        return parse_rv_expr(value["expr"], refs) if "expr" in value else value["str"]
     if isinstance(value, list):
         return tuple(_decode(v, refs) for v in value)
     return value

@@ -136,7 +136,7 @@ class _Pipeline:
         self.loop = loop
         self.name = loop.loop_var.name
         if loop.kind not in (ForKind.SERIAL, ForKind.UNROLLED):
-            raise self.error(f"a {loop.kind.value} loop cannot be pipelined")
+            raise self.error(f"a {loop.kind.script_name} loop cannot be pipelined")
         if not isinstance(loop.extent, IntImm):
             raise self.error(f"the extent {loop.extent} is not a constant")
         self.extent = loop.extent.value

@@ -284,7 +284,7 @@ class StmtPrinter(ExprPrinter):
             bounds.append(f"thread={string(loop.thread_tag)}")
         if loop.annotations:
             bounds.append(f"annotations={self.attr_dict(loop.annotations)}")
-        return f"T.{loop.kind.value}({', '.join(bounds)})"
+        return f"T.{loop.kind.script_name}({', '.join(bounds)})"
 
     # -- blocks ---------------------------------------------------------------------------
 
