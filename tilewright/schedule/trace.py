@@ -30,15 +30,17 @@ class Trace:
 
     Args:
         insts: the instructions, in order.
-        decisions: ``{instruction: decision}`` (TVM's form); replaces the decision an
-            instruction carries.
+        decisions: ``{instruction: decision}`` (TVM's form). When given, it is the only
+            source of decisions, as in TVM: an instruction missing from it has none, so
+            ``Trace(insts, {})`` replays by drawing every sampling instruction anew from
+            the schedule's generator. When left out, each instruction keeps its own.
 
     Example::
 
         >>> sch.trace.show()
-        # from tvm import tir
-        def apply_trace(sch: tir.Schedule) -> None:
-          b0 = sch.get_block(name="C", func_name="main")
+        # from tvm import s_tir
+        def apply_trace(sch: s_tir.Schedule) -> None:
+          b0 = sch.get_sblock(name="C", func_name="main")
           l1, = sch.get_loops(block=b0)
           l2, l3 = sch.split(loop=l1, factors=[None, 128], preserve_unit_iters=True, ...)
     """
@@ -49,8 +51,8 @@ class Trace:
         decisions: Mapping[Instruction, object] | None = None,
     ) -> None:
         given = tuple(insts)
-        if decisions:
-            given = tuple(i.with_decision(decisions[i]) if i in decisions else i for i in given)
+        if decisions is not None:
+            given = tuple(i.with_decision(decisions.get(i)) for i in given)
         self.insts: tuple[Instruction, ...] = given
 
     def __len__(self) -> int:
@@ -76,7 +78,7 @@ class Trace:
 
         Example::
 
-            >>> trace.append(Instruction(InstructionKind.get("GetBlock"), [], ["C", "main"], [b]))
+            >>> trace.append(Instruction(InstructionKind.get("GetSBlock"), [], ["C", "main"], [b]))
         """
         self.insts = (*self.insts, inst if decision is None else inst.with_decision(decision))
 
@@ -157,7 +159,7 @@ class Trace:
     def __str__(self) -> str:
         body = [f"  {line}" for line in self.as_python()] or ["  pass"]
         return "\n".join(
-            ["# from tvm import tir", "def apply_trace(sch: tir.Schedule) -> None:", *body]
+            ["# from tvm import s_tir", "def apply_trace(sch: s_tir.Schedule) -> None:", *body]
         )
 
     __repr__ = __str__
@@ -176,7 +178,7 @@ class Trace:
         Example::
 
             >>> trace.as_json()[0][0]
-            ['GetBlock', [], ['C', 'main'], ['b0']]
+            ['GetSBlock', [], ['C', 'main'], ['b0']]
         """
         names = self.names()
         insts = []
@@ -323,11 +325,29 @@ def _python_value(value: object, names: dict[Ref, str]) -> str:
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_python_value(v, names) for v in value) + "]"
     if isinstance(value, IntImm | FloatImm):
-        return repr(value.value)
+        return repr(_number(value))
     return repr(value)
 
 
-def _python_line(inst: Instruction, names: dict[Ref, str]) -> str:
+def _number(value: IntImm | FloatImm) -> bool | int | float:
+    # A boolean immediate (``T.bool(False)``) is a flag: printed and written as ``False``.
+    return bool(value.value) if str(value.dtype) == "bool" else value.value
+
+
+def python_call(inst: Instruction) -> str:
+    """``inst`` as TVM prints one instruction: its call with every reference named ``_`` and
+    without its decision.
+
+    Example::
+
+        >>> python_call(Instruction("GetLoops", [BlockRV()], [], [LoopRV(), LoopRV()]))
+        '_, _ = sch.get_loops(block=_)'
+    """
+    blank = {ref: "_" for ref in (*_refs_in(inst.inputs), *inst.outputs)}
+    return _python_line(inst, blank, with_decision=False)
+
+
+def _python_line(inst: Instruction, names: dict[Ref, str], with_decision: bool = True) -> str:
     # Keyword arguments in the order TVM prints them; defaults left out.
     spec = inst.kind
     values = dict(zip(spec.inputs, inst.inputs)) | dict(zip(spec.attrs, inst.attrs))
@@ -340,9 +360,9 @@ def _python_line(inst: Instruction, names: dict[Ref, str]) -> str:
             parts.extend(_python_value(v, names) for v in _items(value))
         elif not (key in defaults and value == defaults[key]):
             parts.append(f"{key}={_python_value(value, names)}")
-    if inst.decision is not None:
+    if with_decision and inst.decision is not None:
         parts.append(f"decision={_python_value(inst.decision, names)}")
-    call = f"sch.{spec.method}({', '.join(parts)})"
+    call = f"sch.{spec.call}({', '.join(parts)})"
     outs = [names[r] for r in inst.outputs]
     if spec.outputs == "one":
         return f"{outs[0]} = {call}"
@@ -355,7 +375,7 @@ def _python_line(inst: Instruction, names: dict[Ref, str]) -> str:
 
 def _plain(value: object, kind: str) -> object:
     if isinstance(value, IntImm | FloatImm):
-        return value.value
+        return _number(value)
     if isinstance(value, IndexMap):
         return str(value)  # its lambda's text; transform_layout parses it back
     if isinstance(value, PrimExpr):
