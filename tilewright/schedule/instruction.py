@@ -323,7 +323,7 @@ class Instruction:
     kind: InstructionKind
     inputs: tuple[object, ...]
     attrs: tuple[object, ...]
-    outputs: tuple[Ref, ...]
+    outputs: tuple[Ref | None, ...]
     decision: object
     _key: object
 
@@ -332,7 +332,7 @@ class Instruction:
         kind: InstructionKind | str,
         inputs: Sequence[object],
         attrs: Sequence[object],
-        outputs: Sequence[Ref],
+        outputs: Sequence[Ref | None],
         decision: object = None,
     ) -> None:
         spec = lookup(str(kind))
@@ -405,7 +405,7 @@ def _rebuild(
     kind: str,
     inputs: tuple[object, ...],
     attrs: tuple[object, ...],
-    outputs: tuple[Ref, ...],
+    outputs: tuple[Ref | None, ...],
     decision: object,
     key: object,
 ) -> Instruction:

@@ -43,11 +43,14 @@ class SamplingMethods(ScheduleMixin):
         n: int,
         max_innermost_factor: int = 16,
         decision: list[int] | None = None,
-    ) -> list[ExprRV]:
+    ) -> list[ExprRV | None]:
         """Draw ``n`` tile sizes whose product is the loop's extent, outermost first.
 
+        On a loop of symbolic extent nothing is drawn: as in TVM the result is ``[None, 1,
+        ..., 1]`` (``split`` infers the ``None``) and the decision ``[-1, 1, ..., 1]``.
+
         Args:
-            loop: a loop of constant extent.
+            loop: a loop.
             n: how many factors.
             max_innermost_factor: bound on the innermost factor (0 or less: none).
             decision: the factors to use instead of drawing them.
@@ -60,22 +63,35 @@ class SamplingMethods(ScheduleMixin):
         site = self._state.loop_site(loop, "sample_perfect_tile")
         extent = site.loop.extent
         name = site.loop.loop_var.name
-        if not isinstance(extent, IntImm):
-            raise ScheduleError(
-                "sample_perfect_tile",
-                "constant-extent",
-                f"loop {name} has the symbolic extent {extent}",
-                site.func,
-                site.loop,
-            )
         count = _positive("sample_perfect_tile", "n", n)
         bound = int(max_innermost_factor)
+        if not isinstance(extent, IntImm):
+            return self._symbolic_tile(loop, site, count, bound, decision)
         if decision is None:
             factors = sampling_.sample_perfect_tile(self._rng, extent.value, count, bound)
         else:
             factors = sampling_.check_perfect_tile(decision, extent.value, count, bound, name)
-        refs = [self._state.expr_ref(f) for f in factors]
+        refs: list[ExprRV | None] = [self._state.expr_ref(f) for f in factors]
         self._record("sample_perfect_tile", (loop,), (count, bound), refs, factors)
+        return refs
+
+    def _symbolic_tile(
+        self, loop: LoopRV, site: Site, count: int, bound: int, decision: object
+    ) -> list[ExprRV | None]:
+        fixed = [-1] + [1] * (count - 1)
+        if decision is not None and (
+            not isinstance(decision, list | tuple) or list(decision) != fixed
+        ):
+            raise ScheduleError(
+                "sample_perfect_tile",
+                "decision",
+                f"decision {decision!r} for loop {site.loop.loop_var.name} of symbolic extent "
+                f"{site.loop.extent}: such a loop takes only {fixed}",
+                site.func,
+                site.loop,
+            )
+        refs: list[ExprRV | None] = [None, *(self._state.expr_ref(1) for _ in fixed[1:])]
+        self._record("sample_perfect_tile", (loop,), (count, bound), refs, fixed)
         return refs
 
     def sample_categorical(

@@ -136,12 +136,17 @@ class Trace:
         return self.insts if cut is None else self.insts[:cut]
 
     def names(self) -> dict[Ref, str]:
-        """Printable names of the references the trace creates: ``b0``, ``l1``, ..."""
+        """Printable names of the references the trace creates: ``b0``, ``l1``, ...; an
+        output that is no reference (the ``None`` tile of a symbolic loop) is ``_`` and
+        takes a number, as in TVM."""
         table: dict[Ref, str] = {}
+        blanks = 0
         for inst in self.insts:
             for ref in inst.outputs:
-                if ref not in table:
-                    table[ref] = f"{_PREFIX[type(ref)]}{len(table)}"
+                if ref is None:
+                    blanks += 1
+                elif ref not in table:
+                    table[ref] = f"{_PREFIX[type(ref)]}{len(table) + blanks}"
         return table
 
     # ---- Python --------------------------------------------------------------------------
@@ -187,7 +192,7 @@ class Trace:
         for k, inst in enumerate(chosen):
             inputs = [_encode(v, names) for v in inst.inputs]
             attrs = [_plain(v, inst.kind) for v in inst.attrs]
-            insts.append([inst.kind.name, inputs, attrs, [names[r] for r in inst.outputs]])
+            insts.append([inst.kind.name, inputs, attrs, [_name(r, names) for r in inst.outputs]])
             if inst.decision is not None:
                 decisions.append([k, inst.decision])
         return [insts, decisions]
@@ -203,8 +208,11 @@ class Trace:
         insts = []
         for k, (kind, inputs, attrs, outputs) in enumerate(insts_json):
             values = tuple(_decode(v, refs) for v in inputs)
-            outs = []
+            outs: list[Ref | None] = []
             for name in outputs:
+                if name == "_":  # no reference: the None tile of a symbolic loop
+                    outs.append(None)
+                    continue
                 refs[name] = _BY_PREFIX[name[0]]()
                 outs.append(refs[name])
             spec = InstructionKind.get(kind)
@@ -270,7 +278,8 @@ class Trace:
                     f"schedule gave {len(outputs)}: the trace does not fit this module",
                 )
             for old, new in zip(inst.outputs, outputs):
-                mapping[old] = new
+                if old is not None:
+                    mapping[old] = new
             if after_instruction is not None:
                 after_instruction(inst, sch)
 
@@ -343,7 +352,7 @@ def python_call(inst: Instruction) -> str:
         >>> python_call(Instruction("GetLoops", [BlockRV()], [], [LoopRV(), LoopRV()]))
         '_, _ = sch.get_loops(block=_)'
     """
-    blank = {ref: "_" for ref in (*_refs_in(inst.inputs), *inst.outputs)}
+    blank = {ref: "_" for ref in (*_refs_in(inst.inputs), *inst.outputs) if ref is not None}
     return _python_line(inst, blank, with_decision=False)
 
 
@@ -363,7 +372,7 @@ def _python_line(inst: Instruction, names: dict[Ref, str], with_decision: bool =
     if with_decision and inst.decision is not None:
         parts.append(f"decision={_python_value(inst.decision, names)}")
     call = f"sch.{spec.call}({', '.join(parts)})"
-    outs = [names[r] for r in inst.outputs]
+    outs = [_name(r, names) for r in inst.outputs]
     if spec.outputs == "one":
         return f"{outs[0]} = {call}"
     if spec.outputs == "many":
@@ -371,6 +380,10 @@ def _python_line(inst: Instruction, names: dict[Ref, str], with_decision: bool =
             return f"_ = {call}"
         return f"{outs[0]}, = {call}" if len(outs) == 1 else f"{', '.join(outs)} = {call}"
     return call
+
+
+def _name(ref: Ref | None, names: dict[Ref, str]) -> str:
+    return "_" if ref is None else names[ref]
 
 
 def _plain(value: object, kind: str) -> object:
@@ -399,6 +412,8 @@ def _decode(value: object, refs: dict[str, Ref]) -> object:
     if isinstance(value, str):
         if value not in refs and value.startswith('"'):
             return json.loads(value)  # TVM writes a string input as its quoted text
+        if value == "None" and value not in refs:
+            return None  # TVM writes a missing input (a split's inferred factor) so
         return refs[value]
     if isinstance(value, dict):
         return value["str"]
