@@ -30,7 +30,7 @@ ORDER = (
     "demo",
 )
 # TVM-shaped namespaces that only re-export: they may import anything.
-FACADES = ("__init__", "tir", "nd", "relax")
+FACADES = ("__init__", "tir", "s_tir", "nd", "relax")
 
 
 def package_of(path: Path) -> str:

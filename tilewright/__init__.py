@@ -40,6 +40,7 @@ _SUBMODULES = (
     "nd",
     "relax",
     "runtime",
+    "s_tir",
     "script",
     "target",
     "tir",

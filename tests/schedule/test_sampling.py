@@ -8,8 +8,10 @@ import json
 import random
 from collections import Counter
 
+import numpy as np
 import pytest
-from schedule_checks import check_refused, check_schedule
+from evaluator import run
+from schedule_checks import check_refused, check_replay, check_schedule
 from schedule_corpus import matmul
 
 from tilewright.ir import assert_structural_equal
@@ -134,8 +136,9 @@ def test_compute_locations_include_root_inline_and_loops() -> None:
         sch.compute_at(cache, location)
         counts[sch.trace.insts[-2].decision] += 1
         check_schedule(sch, matmul)
-    # inline (-2), root (-1), and the loops i, j, k above the consumer.
-    assert set(counts) == {-2, -1, 0, 1, 2}
+    # inline (-2), root (-1), and the loops i, j above the consumer; as in TVM, not the
+    # trailing reduction loop k.
+    assert set(counts) == {-2, -1, 0, 1}
 
 
 def test_a_decision_that_does_not_fit_is_refused() -> None:
@@ -163,11 +166,65 @@ def symbolic(a: T.handle, b: T.handle):
             B[vi] = A[vi]
 
 
-def test_a_symbolic_extent_cannot_be_tiled_perfectly() -> None:
+@T.prim_func
+def symbolic_split(a: T.handle, b: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    for i_0, i_1 in T.grid(n, 1):
+        with T.block("B"):
+            vi = T.axis.spatial(n, i_0 + i_1)
+            B[vi] = A[vi]
+
+
+def _check_symbolic_numbers(sch: Schedule) -> None:
+    for size in (1, 7, 12):
+        a = np.arange(size, dtype="float32") + 1
+        want = run(symbolic, a, np.zeros(size, "float32"))[1]
+        got = run(sch.mod["main"], a, np.zeros(size, "float32"))[1]
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got, a)
+
+
+def test_a_symbolic_extent_samples_none_then_ones_as_tvm() -> None:
+    sch = Schedule(symbolic, seed=0)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    tiles = sch.sample_perfect_tile(i, 2)
+    assert tiles[0] is None and tiles[1] is not None and sch.get(tiles[1]) == 1
+    assert sch.trace.insts[-1].decision == [-1, 1]
+    sch.split(i, tiles)
+    check_schedule(sch, symbolic, symbolic_split, numeric=False)
+    _check_symbolic_numbers(sch)
+
+
+def test_a_symbolic_tile_prints_and_replays_its_blank_output() -> None:
+    sch = Schedule(symbolic, seed=0)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    tiles = sch.sample_perfect_tile(i, 3, decision=[-1, 1, 1])
+    sch.split(i, tiles)
+    assert sch.trace.as_python()[2:] == [
+        "_, v3, v4 = sch.sample_perfect_tile(loop=l1, n=3, max_innermost_factor=16, "
+        "decision=[-1, 1, 1])",
+        "l5, l6, l7 = sch.split(loop=l1, factors=[None, v3, v4], preserve_unit_iters=True, "
+        "disable_predication=False)",
+    ]
+    insts, decisions = sch.trace.as_json()
+    assert insts[2] == ["SamplePerfectTile", ["l1"], [3, 16], ["_", "v3", "v4"]]
+    assert decisions == [[2, [-1, 1, 1]]]
+    check_replay(sch, symbolic)  # directly, from JSON, from the Python text
+    bare = Schedule(symbolic, seed=4)
+    Trace(sch.trace.insts, {}).apply_to_schedule(bare)  # resampled: the same again
+    assert_structural_equal(bare.mod, sch.mod)
+    _check_symbolic_numbers(sch)
+
+
+def test_a_symbolic_extent_takes_no_other_decision() -> None:
     sch = Schedule(symbolic)
     (i,) = sch.get_loops(sch.get_block("B"))
-    error = check_refused(sch, lambda: sch.sample_perfect_tile(i, 2), "symbolic extent")
-    assert error.rule == "constant-extent"
+    error = check_refused(
+        sch, lambda: sch.sample_perfect_tile(i, 2, decision=[4, 1]), r"takes only \[-1, 1\]"
+    )
+    assert error.rule == "decision"
 
 
 def test_a_root_or_inline_location_is_no_loop() -> None:

@@ -36,9 +36,9 @@ def test_show_prints_the_calls_as_python(capsys: pytest.CaptureFixture[str]) -> 
     sch.bind(i1, "threadIdx.x")
     sch.trace.show()
     assert capsys.readouterr().out.splitlines() == [
-        "# from tvm import tir",
-        "def apply_trace(sch: tir.Schedule) -> None:",
-        '  b0 = sch.get_block(name="C", func_name="main")',
+        "# from tvm import s_tir",
+        "def apply_trace(sch: s_tir.Schedule) -> None:",
+        '  b0 = sch.get_sblock(name="C", func_name="main")',
         "  l1, = sch.get_loops(block=b0)",
         "  l2, l3 = sch.split(loop=l1, factors=[None, 128], preserve_unit_iters=True, "
         "disable_predication=False)",
@@ -97,10 +97,10 @@ def test_json_form() -> None:
     sch.annotate(sch.get_block("C"), "note", "x")
     assert sch.trace.as_json() == [
         [
-            ["GetBlock", [], ["C", "main"], ["b0"]],
+            ["GetSBlock", [], ["C", "main"], ["b0"]],
             ["GetLoops", ["b0"], [], ["l1"]],
             ["Split", ["l1", [None, 128]], [True, False], ["l2", "l3"]],
-            ["GetBlock", [], ["C", "main"], ["b4"]],
+            ["GetSBlock", [], ["C", "main"], ["b4"]],
             ["Annotate", ["b4", {"str": "x"}], ["note"], []],
         ],
         [],

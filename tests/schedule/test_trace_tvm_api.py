@@ -44,7 +44,7 @@ def _inst(
 
 
 def _def(*lines: str) -> str:
-    head = ["# from tvm import tir", "def apply_trace(sch: tir.Schedule) -> None:"]
+    head = ["# from tvm import s_tir", "def apply_trace(sch: s_tir.Schedule) -> None:"]
     return "\n".join(head + [f"  {line}" for line in lines])
 
 
@@ -78,7 +78,7 @@ def _tiled_by_methods() -> Schedule:
 
 def test_kinds_are_found_by_tvm_and_method_names() -> None:
     names = (
-        "GetBlock GetLoops Split Fuse Reorder Parallel Vectorize Bind Unroll CacheRead "
+        "GetSBlock GetLoops Split Fuse Reorder Parallel Vectorize Bind Unroll CacheRead "
         "CacheWrite ComputeAt ReverseComputeAt ComputeInline ReverseComputeInline "
         "DecomposeReduction RFactor Blockize Tensorize Annotate Unannotate SamplePerfectTile "
         "SampleCategorical SampleComputeLocation EnterPostproc StorageAlign SetScope "
@@ -91,7 +91,8 @@ def test_kinds_are_found_by_tvm_and_method_names() -> None:
     assert split.method == "split" and not split.is_pure
     assert InstructionKind.get("GetLoops").is_pure
     assert InstructionKind.get("SamplePerfectTile").is_pure
-    assert InstructionKind.get("GetSBlock") is InstructionKind.get("GetBlock")  # newer TVM
+    assert InstructionKind.get("GetBlock") is InstructionKind.get("GetSBlock")  # older TVM
+    assert InstructionKind.get("GetSBlock") is InstructionKind.get("get_sblock")
     assert pickle.loads(pickle.dumps(split)) is split
     with pytest.raises(ValueError, match="unknown instruction kind 'Tile'"):
         InstructionKind.get("Tile")
@@ -142,9 +143,9 @@ def test_decisions_dict_round_trip() -> None:
     again = Trace(trace.insts, trace.decisions)
     assert again.decisions == {tile: [4, 4]}
     assert [i.kind.name for i in again.insts][:5] == [
-        "GetBlock",
+        "GetSBlock",
         "ComputeInline",
-        "GetBlock",
+        "GetSBlock",
         "GetLoops",
         "SamplePerfectTile",
     ]
@@ -190,7 +191,7 @@ def test_append_and_pop_change_the_trace_in_place() -> None:
     assert len(trace) == 3 and trace.get_decision(last) == 1
     assert trace.pop().same_as(last)  # type: ignore[union-attr]
     assert str(trace) == _def(
-        'b0 = sch.get_block(name="B", func_name="main")', "l1, l2 = sch.get_loops(block=b0)"
+        'b0 = sch.get_sblock(name="B", func_name="main")', "l1, l2 = sch.get_loops(block=b0)"
     )
     empty = Trace([], {})
     assert empty.pop() is None and str(empty) == _def("pass")
@@ -199,9 +200,9 @@ def test_append_and_pop_change_the_trace_in_place() -> None:
 def test_printed_as_tvm_prints(capsys: pytest.CaptureFixture[str]) -> None:
     trace, _ = _tiled_trace()
     expected = _def(
-        'b0 = sch.get_block(name="B", func_name="main")',
+        'b0 = sch.get_sblock(name="B", func_name="main")',
         "sch.compute_inline(block=b0)",
-        'b1 = sch.get_block(name="C", func_name="main")',
+        'b1 = sch.get_sblock(name="C", func_name="main")',
         "l2, l3 = sch.get_loops(block=b1)",
         "v4, v5 = sch.sample_perfect_tile(loop=l2, n=2, max_innermost_factor=16, decision=[4, 4])",
         "l6, l7 = sch.split(loop=l2, factors=[v4, v5], preserve_unit_iters=True, "
@@ -217,7 +218,7 @@ def test_printed_as_tvm_prints(capsys: pytest.CaptureFixture[str]) -> None:
     sch.get_child_blocks(sch.get_block("root"))
     assert sch.trace.as_python()[1:] == [
         'sch.annotate(block_or_loop=b0, ann_key="note", ann_val="x")',
-        'b1 = sch.get_block(name="root", func_name="main")',
+        'b1 = sch.get_sblock(name="root", func_name="main")',
         "b2, b3 = sch.get_child_blocks(b1)",
     ]
 
@@ -234,7 +235,7 @@ def test_simplified_and_remove_postproc() -> None:
     trace = Trace(insts, {})
     assert trace.simplified(remove_postproc=False).insts == trace.insts
     design = trace.simplified(remove_postproc=True)
-    assert [i.kind.name for i in design.insts] == ["GetBlock", "ComputeInline"]
+    assert [i.kind.name for i in design.insts] == ["GetSBlock", "ComputeInline"]
     assert len(trace.as_python(remove_postproc=True)) == 3
     assert len(trace.as_json(remove_postproc=True)[0]) == 3
 
@@ -243,7 +244,7 @@ def test_json_round_trip_uses_tvm_names() -> None:
     trace, _ = _tiled_trace()
     obj = trace.as_json()
     assert obj[0][:2] == [
-        ["GetBlock", [], ["B", "main"], ["b0"]],
+        ["GetSBlock", [], ["B", "main"], ["b0"]],
         ["ComputeInline", ["b0"], [], []],
     ]
     assert obj[1] == [[4, [4, 4]]]
@@ -299,9 +300,9 @@ def test_cache_read_with_no_consumer_list_reads_for_every_consumer() -> None:
 def test_a_schedule_trace_speaks_tvm_names_and_pickles() -> None:
     sch = _tiled_by_methods()
     assert [i.kind.name for i in sch.trace.insts] == [
-        "GetBlock",
+        "GetSBlock",
         "ComputeInline",
-        "GetBlock",
+        "GetSBlock",
         "GetLoops",
         "Split",
         "Parallel",

@@ -62,7 +62,7 @@ RULES = {
         "extent, a categorical decision indexes the candidates, a compute location is one "
         "the block may move to"
     ),
-    "constant-extent": "sample_perfect_tile needs a loop of constant extent",
+    "constant-extent": "sample_partitioned_tile needs a loop of constant extent",
     "location-mark": (
         "a compute location sampled as 'root' or 'inline' is only an argument of compute_at "
         "and reverse_compute_at"

@@ -13,14 +13,26 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from tilewright.ir.expr import IntImm
 from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
 
 Ref = BlockRV | LoopRV | ExprRV
 
 # TVM names that are not the method name in CamelCase.
-_TVM_NAMES = {"rfactor": "RFactor", "reindex": "ReIndex", "unsafe_set_dtype": "UnsafeSetDType"}
-# Other TVM spellings of a kind (newer TVM calls blocks "SBlock"s).
-_ALIASES = {"GetSBlock": "get_block", "GetChildSBlocks": "get_child_blocks"}
+_TVM_NAMES = {
+    "rfactor": "RFactor",
+    "reindex": "ReIndex",
+    "unsafe_set_dtype": "UnsafeSetDType",
+    "get_block": "GetSBlock",  # TVM calls blocks "SBlock"s since its s_tir namespace
+}
+# Other spellings of a kind: older TVM's, and the method names TVM prints.
+_ALIASES = {
+    "GetBlock": "get_block",
+    "get_sblock": "get_block",
+    "GetChildSBlocks": "get_child_blocks",
+}
+# The Schedule method a printed trace calls, when it is not the kind's method name.
+_CALLS = {"get_block": "get_sblock"}
 
 
 def tvm_name(method: str) -> str:
@@ -28,8 +40,8 @@ def tvm_name(method: str) -> str:
 
     Example::
 
-        >>> tvm_name("sample_perfect_tile"), tvm_name("rfactor")
-        ('SamplePerfectTile', 'RFactor')
+        >>> tvm_name("sample_perfect_tile"), tvm_name("get_block")
+        ('SamplePerfectTile', 'GetSBlock')
     """
     return _TVM_NAMES.get(method) or "".join(p[:1].upper() + p[1:] for p in method.split("_"))
 
@@ -54,7 +66,9 @@ class InstructionKind(str):
         tvm: TVM's name, when it is not the method's name in CamelCase.
 
     ``.name`` is TVM's name (``"SamplePerfectTile"``), as in TVM; ``.method`` and ``str(kind)``
-    are the method's. Kinds are compared, hashed and serialised as the method's name.
+    are the method's; ``.call`` is the method a printed trace calls (TVM's spelling:
+    ``get_sblock`` for ``get_block``). Kinds are compared, hashed and serialised as the
+    method's name.
 
     Example::
 
@@ -65,6 +79,7 @@ class InstructionKind(str):
 
     method: str
     name: str
+    call: str
     inputs: tuple[str, ...]
     attrs: tuple[str, ...]
     outputs: str
@@ -91,6 +106,7 @@ class InstructionKind(str):
         self.__dict__.update(
             method=str(name),
             name=tvm or tvm_name(name),
+            call=_CALLS.get(str(name), str(name)),
             inputs=tuple(inputs),
             attrs=tuple(attrs),
             outputs=outputs,
@@ -120,8 +136,8 @@ class InstructionKind(str):
 
     @staticmethod
     def get(name: str) -> InstructionKind:
-        """The registered kind named ``name``: TVM's (``"GetBlock"``) or the method's
-        (``"get_block"``).
+        """The registered kind named ``name``: TVM's (``"GetSBlock"``, or older TVM's
+        ``"GetBlock"``) or the method's (``"get_block"``).
 
         Example::
 
@@ -262,6 +278,13 @@ def _tvm_inputs(kind: InstructionKind, inputs: tuple[object, ...]) -> tuple[obje
     return inputs
 
 
+def _flag(value: object) -> object:
+    # TVM builds flags as boolean immediates (``T.bool(True)``); the methods take bools.
+    if isinstance(value, IntImm) and str(value.dtype) == "bool":
+        return bool(value.value)
+    return value
+
+
 def _fill_attrs(kind: InstructionKind, attrs: tuple[object, ...]) -> tuple[object, ...]:
     if len(attrs) >= len(kind.attrs):
         return attrs
@@ -300,7 +323,7 @@ class Instruction:
     kind: InstructionKind
     inputs: tuple[object, ...]
     attrs: tuple[object, ...]
-    outputs: tuple[Ref, ...]
+    outputs: tuple[Ref | None, ...]
     decision: object
     _key: object
 
@@ -309,14 +332,14 @@ class Instruction:
         kind: InstructionKind | str,
         inputs: Sequence[object],
         attrs: Sequence[object],
-        outputs: Sequence[Ref],
+        outputs: Sequence[Ref | None],
         decision: object = None,
     ) -> None:
         spec = lookup(str(kind))
         if spec is None:
             raise ValueError(f"unknown instruction kind {str(kind)!r}")
         given_inputs = _tvm_inputs(spec, tuple(inputs))
-        given_attrs = _fill_attrs(spec, tuple(attrs))
+        given_attrs = _fill_attrs(spec, tuple(_flag(a) for a in attrs))
         if len(given_inputs) != len(spec.inputs) or len(given_attrs) != len(spec.attrs):
             raise ValueError(
                 f"instruction {spec.method!r} takes inputs {spec.inputs} and attrs {spec.attrs}"
@@ -345,6 +368,13 @@ class Instruction:
             _rebuild,
             (self.kind.method, self.inputs, self.attrs, self.outputs, self.decision, self._key),
         )
+
+    def __str__(self) -> str:
+        """The call as TVM prints an instruction: every reference is ``_``, no decision
+        (``_ = sch.get_sblock(name="C", func_name="main")``)."""
+        from tilewright.schedule.trace import python_call  # the printer imports this module
+
+        return python_call(self)
 
     def __repr__(self) -> str:
         return (
@@ -375,7 +405,7 @@ def _rebuild(
     kind: str,
     inputs: tuple[object, ...],
     attrs: tuple[object, ...],
-    outputs: tuple[Ref, ...],
+    outputs: tuple[Ref | None, ...],
     decision: object,
     key: object,
 ) -> Instruction:

@@ -32,7 +32,7 @@ class ScheduleMixin:
             kind: str,
             inputs: Sequence[object],
             attrs: Sequence[object],
-            outputs: Sequence[Ref] = (),
+            outputs: Sequence[Ref | None] = (),
             decision: object = None,
         ) -> None: ...
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from tilewright.ir import Block, BlockRealize, For, ForKind, IterKind, Stmt
 from tilewright.ir.expr import IntImm
+from tilewright.ir.functor import collect_vars
 from tilewright.schedule.dataflow import consumers_of, scope_blocks, scope_path
 from tilewright.schedule.error import ScheduleError
 from tilewright.schedule.mixin import ScheduleMixin
 from tilewright.schedule.primitives import compute_location, get, inline
 from tilewright.schedule.primitives import sampling as sampling_
 from tilewright.schedule.reference import BlockRV, ExprRV, LoopRV
-from tilewright.schedule.tree import Site
+from tilewright.schedule.tree import Path, Site, children
 
 BlockArg = BlockRV | str
 
@@ -41,11 +43,14 @@ class SamplingMethods(ScheduleMixin):
         n: int,
         max_innermost_factor: int = 16,
         decision: list[int] | None = None,
-    ) -> list[ExprRV]:
+    ) -> list[ExprRV | None]:
         """Draw ``n`` tile sizes whose product is the loop's extent, outermost first.
 
+        On a loop of symbolic extent nothing is drawn: as in TVM the result is ``[None, 1,
+        ..., 1]`` (``split`` infers the ``None``) and the decision ``[-1, 1, ..., 1]``.
+
         Args:
-            loop: a loop of constant extent.
+            loop: a loop.
             n: how many factors.
             max_innermost_factor: bound on the innermost factor (0 or less: none).
             decision: the factors to use instead of drawing them.
@@ -58,22 +63,35 @@ class SamplingMethods(ScheduleMixin):
         site = self._state.loop_site(loop, "sample_perfect_tile")
         extent = site.loop.extent
         name = site.loop.loop_var.name
-        if not isinstance(extent, IntImm):
-            raise ScheduleError(
-                "sample_perfect_tile",
-                "constant-extent",
-                f"loop {name} has the symbolic extent {extent}",
-                site.func,
-                site.loop,
-            )
         count = _positive("sample_perfect_tile", "n", n)
         bound = int(max_innermost_factor)
+        if not isinstance(extent, IntImm):
+            return self._symbolic_tile(loop, site, count, bound, decision)
         if decision is None:
             factors = sampling_.sample_perfect_tile(self._rng, extent.value, count, bound)
         else:
             factors = sampling_.check_perfect_tile(decision, extent.value, count, bound, name)
-        refs = [self._state.expr_ref(f) for f in factors]
+        refs: list[ExprRV | None] = [self._state.expr_ref(f) for f in factors]
         self._record("sample_perfect_tile", (loop,), (count, bound), refs, factors)
+        return refs
+
+    def _symbolic_tile(
+        self, loop: LoopRV, site: Site, count: int, bound: int, decision: object
+    ) -> list[ExprRV | None]:
+        fixed = [-1] + [1] * (count - 1)
+        if decision is not None and (
+            not isinstance(decision, list | tuple) or list(decision) != fixed
+        ):
+            raise ScheduleError(
+                "sample_perfect_tile",
+                "decision",
+                f"decision {decision!r} for loop {site.loop.loop_var.name} of symbolic extent "
+                f"{site.loop.extent}: such a loop takes only {fixed}",
+                site.func,
+                site.loop,
+            )
+        refs: list[ExprRV | None] = [None, *(self._state.expr_ref(1) for _ in fixed[1:])]
+        self._record("sample_perfect_tile", (loop,), (count, bound), refs, fixed)
         return refs
 
     def sample_categorical(
@@ -153,15 +171,18 @@ class SamplingMethods(ScheduleMixin):
         return ref
 
     def _location_candidates(self, site: Site) -> dict[int, Site | None]:
-        """Every location to consider: -2 (inline), -1 (root), and each loop above the
-        block's first consumer (by its index there), legal or not."""
+        """Every location to consider, legal or not: -2 (inline), -1 (root), and the loops
+        above the block's first consumer that TVM offers (by their index there): those
+        that hold every consumer, less unit loops, data-parallel loops after a loop that
+        is not, and the loops that are not data-parallel after the last one that is."""
         found: dict[int, Site | None] = {INLINE: None, ROOT: None}
         consumers = consumers_of(scope_blocks(scope_path(site)), site.block)
         if consumers:
             first = self._state.block_site(site.func_name, consumers[0].block.name, "sample")
+            loops = get.get_loops(first)
             index = self._state.index(site.func_name)
-            for i, loop in enumerate(get.get_loops(first)):
-                found[i] = Site(site.func_name, index.func, index.loops[loop.loop_var])
+            for i in offered_loops(loops, [c.path[:-1] for c in consumers]):
+                found[i] = Site(site.func_name, index.func, index.loops[loops[i].loop_var])
         return found
 
     def _legal(
@@ -191,6 +212,76 @@ class SamplingMethods(ScheduleMixin):
             if legal is not False:
                 found[location] = None if isinstance(legal, bool) else legal
         return found
+
+
+def offered_loops(loops: list[For], consumer_paths: list[Path]) -> list[int]:
+    """The indices of ``loops`` (the loops above a block's first consumer, outermost first)
+    that ``sample_compute_location`` offers, as TVM's ``CollectComputeLocation`` does.
+
+    Only loops that hold every consumer count (down to the consumers' deepest common
+    loop); among them unit loops are skipped, a data-parallel loop after one that is not
+    ends the list, and so does a loop that is not data-parallel after the last one that is
+    (a matmul's trailing ``k`` loop is never offered).
+
+    Example::
+
+        >>> offered_loops([i, j, k], [path_to_matmul_C])   # i, j data-parallel; k reduces
+        [0, 1]
+    """
+    boundary = _deepest_common_loop(consumer_paths)
+    ends = [k for k, loop in enumerate(loops) if loop is boundary]
+    if not ends:
+        return []
+    kinds = [_iter_type(loop) for loop in loops[: ends[0] + 1]]
+    last_spatial = max((k for k, kind in enumerate(kinds) if kind == "S"), default=-1)
+    offered: list[int] = []
+    seen_other = False
+    for k, kind in enumerate(kinds):
+        extent = loops[k].extent
+        if isinstance(extent, IntImm) and extent.value == 1:
+            continue
+        if kind == "S" and seen_other:
+            break
+        if kind != "S":
+            seen_other = True
+            if k > last_spatial:
+                break
+        offered.append(k)
+    return offered
+
+
+def _deepest_common_loop(paths: list[Path]) -> For | None:
+    """The innermost loop or block enclosing every path's end, if it is a loop."""
+    common: list[Stmt] = []
+    for nodes in zip(*paths):
+        if any(n is not nodes[0] for n in nodes):
+            break
+        common.append(nodes[0])
+    owners = [n for n in common if isinstance(n, For | Block)]
+    return owners[-1] if owners and isinstance(owners[-1], For) else None
+
+
+def _iter_type(loop: For) -> str:
+    """TVM's loop iterator type: ``S`` (data-parallel) when the loop drives only spatial
+    iterators of the blocks directly under it, or none, and runs serially or bound to a
+    thread; ``R`` when it drives only reduction iterators; ``O`` otherwise."""
+    kinds: set[IterKind] = set()
+    stack: list[Stmt] = [loop.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BlockRealize):
+            for iv, value in zip(node.block.iter_vars, node.iter_values):
+                if any(v is loop.loop_var for v in collect_vars(value)):
+                    kinds.add(iv.kind)
+            continue  # a nested block's iterators belong to its own loops
+        stack.extend(children(node))
+    if kinds - {IterKind.SPATIAL, IterKind.REDUCE} or len(kinds) == 2:
+        return "O"
+    if kinds == {IterKind.REDUCE}:
+        return "R"
+    if loop.kind in (ForKind.PARALLEL, ForKind.VECTORIZED, ForKind.UNROLLED):
+        return "O"
+    return "S"
 
 
 def _integer(primitive: str, name: str, value: object) -> int:

@@ -143,7 +143,7 @@ class Schedule(BlockMethods, SamplingMethods, IterMethods, BufferMethods, Reinde
         kind: str,
         inputs: Sequence[object],
         attrs: Sequence[object],
-        outputs: Sequence[Ref] = (),
+        outputs: Sequence[Ref | None] = (),
         decision: object = None,
     ) -> None:
         self._insts.append(Instruction(kind, tuple(inputs), tuple(attrs), tuple(outputs), decision))

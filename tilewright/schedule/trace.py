@@ -38,15 +38,17 @@ class Trace:
 
     Args:
         insts: the instructions, in order.
-        decisions: ``{instruction: decision}`` (TVM's form); replaces the decision an
-            instruction carries.
+        decisions: ``{instruction: decision}`` (TVM's form). When given, it is the only
+            source of decisions, as in TVM: an instruction missing from it has none, so
+            ``Trace(insts, {})`` replays by drawing every sampling instruction anew from
+            the schedule's generator. When left out, each instruction keeps its own.
 
     Example::
 
         >>> sch.trace.show()
-        # from tvm import tir
-        def apply_trace(sch: tir.Schedule) -> None:
-          b0 = sch.get_block(name="C", func_name="main")
+        # from tvm import s_tir
+        def apply_trace(sch: s_tir.Schedule) -> None:
+          b0 = sch.get_sblock(name="C", func_name="main")
           l1, = sch.get_loops(block=b0)
           l2, l3 = sch.split(loop=l1, factors=[None, 128], preserve_unit_iters=True, ...)
     """
@@ -57,8 +59,8 @@ class Trace:
         decisions: Mapping[Instruction, object] | None = None,
     ) -> None:
         given = tuple(insts)
-        if decisions:
-            given = tuple(i.with_decision(decisions[i]) if i in decisions else i for i in given)
+        if decisions is not None:
+            given = tuple(i.with_decision(decisions.get(i)) for i in given)
         self.insts: tuple[Instruction, ...] = given
 
     def __len__(self) -> int:
@@ -84,7 +86,7 @@ class Trace:
 
         Example::
 
-            >>> trace.append(Instruction(InstructionKind.get("GetBlock"), [], ["C", "main"], [b]))
+            >>> trace.append(Instruction(InstructionKind.get("GetSBlock"), [], ["C", "main"], [b]))
         """
         self.insts = (*self.insts, inst if decision is None else inst.with_decision(decision))
 
@@ -142,12 +144,17 @@ class Trace:
         return self.insts if cut is None else self.insts[:cut]
 
     def names(self) -> dict[Ref, str]:
-        """Printable names of the references the trace creates: ``b0``, ``l1``, ..."""
+        """Printable names of the references the trace creates: ``b0``, ``l1``, ...; an
+        output that is no reference (the ``None`` tile of a symbolic loop) is ``_`` and
+        takes a number, as in TVM."""
         table: dict[Ref, str] = {}
+        blanks = 0
         for inst in self.insts:
             for ref in inst.outputs:
-                if ref not in table:
-                    table[ref] = f"{_PREFIX[type(ref)]}{len(table)}"
+                if ref is None:
+                    blanks += 1
+                elif ref not in table:
+                    table[ref] = f"{_PREFIX[type(ref)]}{len(table) + blanks}"
         return table
 
     # ---- Python --------------------------------------------------------------------------
@@ -165,7 +172,7 @@ class Trace:
     def __str__(self) -> str:
         body = [f"  {line}" for line in self.as_python()] or ["  pass"]
         return "\n".join(
-            ["# from tvm import tir", "def apply_trace(sch: tir.Schedule) -> None:", *body]
+            ["# from tvm import s_tir", "def apply_trace(sch: s_tir.Schedule) -> None:", *body]
         )
 
     __repr__ = __str__
@@ -184,7 +191,7 @@ class Trace:
         Example::
 
             >>> trace.as_json()[0][0]
-            ['GetBlock', [], ['C', 'main'], ['b0']]
+            ['GetSBlock', [], ['C', 'main'], ['b0']]
         """
         names = self.names()
         insts = []
@@ -193,7 +200,7 @@ class Trace:
         for k, inst in enumerate(chosen):
             inputs = [_encode(v, names) for v in inst.inputs]
             attrs = [_plain(v, inst.kind) for v in inst.attrs]
-            insts.append([inst.kind.name, inputs, attrs, [names[r] for r in inst.outputs]])
+            insts.append([inst.kind.name, inputs, attrs, [_name(r, names) for r in inst.outputs]])
             if inst.decision is not None:
                 decisions.append([k, inst.decision])
         return [insts, decisions]
@@ -209,8 +216,11 @@ class Trace:
         insts = []
         for k, (kind, inputs, attrs, outputs) in enumerate(insts_json):
             values = tuple(_decode(v, refs) for v in inputs)
-            outs = []
+            outs: list[Ref | None] = []
             for name in outputs:
+                if name == "_":  # no reference: the None tile of a symbolic loop
+                    outs.append(None)
+                    continue
                 refs[name] = _BY_PREFIX[name[0]]()
                 outs.append(refs[name])
             spec = InstructionKind.get(kind)
@@ -276,7 +286,8 @@ class Trace:
                     f"schedule gave {len(outputs)}: the trace does not fit this module",
                 )
             for old, new in zip(inst.outputs, outputs):
-                mapping[old] = new
+                if old is not None:
+                    mapping[old] = new
             if after_instruction is not None:
                 after_instruction(inst, sch)
 
@@ -338,11 +349,29 @@ def _python_value(value: object, names: dict[Ref, str]) -> str:
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_python_value(v, names) for v in value) + "]"
     if isinstance(value, IntImm | FloatImm):
-        return repr(value.value)
+        return repr(_number(value))
     return repr(value)
 
 
-def _python_line(inst: Instruction, names: dict[Ref, str]) -> str:
+def _number(value: IntImm | FloatImm) -> bool | int | float:
+    # A boolean immediate (``T.bool(False)``) is a flag: printed and written as ``False``.
+    return bool(value.value) if str(value.dtype) == "bool" else value.value
+
+
+def python_call(inst: Instruction) -> str:
+    """``inst`` as TVM prints one instruction: its call with every reference named ``_`` and
+    without its decision.
+
+    Example::
+
+        >>> python_call(Instruction("GetLoops", [BlockRV()], [], [LoopRV(), LoopRV()]))
+        '_, _ = sch.get_loops(block=_)'
+    """
+    blank = {ref: "_" for ref in (*_refs_in(inst.inputs), *inst.outputs) if ref is not None}
+    return _python_line(inst, blank, with_decision=False)
+
+
+def _python_line(inst: Instruction, names: dict[Ref, str], with_decision: bool = True) -> str:
     # Keyword arguments in the order TVM prints them; defaults left out.
     spec = inst.kind
     values = dict(zip(spec.inputs, inst.inputs)) | dict(zip(spec.attrs, inst.attrs))
@@ -355,10 +384,10 @@ def _python_line(inst: Instruction, names: dict[Ref, str]) -> str:
             parts.extend(_python_value(v, names) for v in _items(value))
         elif not (key in defaults and value == defaults[key]):
             parts.append(f"{key}={_python_value(value, names)}")
-    if inst.decision is not None:
+    if with_decision and inst.decision is not None:
         parts.append(f"decision={_python_value(inst.decision, names)}")
-    call = f"sch.{spec.method}({', '.join(parts)})"
-    outs = [names[r] for r in inst.outputs]
+    call = f"sch.{spec.call}({', '.join(parts)})"
+    outs = [_name(r, names) for r in inst.outputs]
     if spec.outputs == "one":
         return f"{outs[0]} = {call}"
     if spec.outputs == "many":
@@ -368,9 +397,13 @@ def _python_line(inst: Instruction, names: dict[Ref, str]) -> str:
     return call
 
 
+def _name(ref: Ref | None, names: dict[Ref, str]) -> str:
+    return "_" if ref is None else names[ref]
+
+
 def _plain(value: object, kind: str) -> object:
     if isinstance(value, IntImm | FloatImm):
-        return value.value
+        return _number(value)
     if isinstance(value, IndexMap):
         return str(value)  # its lambda's text; transform_layout parses it back
     if isinstance(value, PrimExpr):
@@ -396,6 +429,8 @@ def _decode(value: object, refs: dict[str, Ref]) -> object:
     if isinstance(value, str):
         if value not in refs and value.startswith('"'):
             return json.loads(value)  # TVM writes a string input as its quoted text
+        if value == "None" and value not in refs:
+            return None  # TVM writes a missing input (a split's inferred factor) so
         return refs[value]
     if isinstance(value, dict):
         return parse_rv_expr(value["expr"], refs) if "expr" in value else value["str"]

@@ -4,7 +4,7 @@ Example::
 
     from tilewright.tir.schedule import Instruction, InstructionKind, Trace
 
-    kind = InstructionKind.get("GetBlock")   # kind.name == "GetBlock"
+    kind = InstructionKind.get("GetSBlock")   # kind.name == "GetSBlock"
 """
 
 from __future__ import annotations

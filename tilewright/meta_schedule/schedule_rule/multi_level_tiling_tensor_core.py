@@ -374,7 +374,7 @@ class MultiLevelTilingTensorCore(ScheduleRule):
 
     def _sample(
         self, sch: Schedule, i: LoopRV, j: LoopRV, k: LoopRV
-    ) -> tuple[list[ExprRV], list[ExprRV], list[ExprRV]]:
+    ) -> tuple[list[ExprRV | None], list[ExprRV | None], list[ExprRV | None]]:
         """Tile counts of the 16-element tiles: i and j as [blocks, warps, fragments], k as
         [steps, fragments]."""
         fragments = self.max_fragments

@@ -75,11 +75,12 @@ def _split_factors(site: Site, factors: Sequence[Factor]) -> list[PrimExpr]:
     given = [f for f in known if f is not None]
     if len(given) < len(known):
         extent = loop.extent
-        inferred = (
-            op.const(-(-extent.value // product.value), extent.dtype)
-            if isinstance(extent, IntImm) and isinstance(product, IntImm)
-            else op.floordiv(op.add(extent, _minus_one(product)), product)
-        )
+        if isinstance(extent, IntImm) and isinstance(product, IntImm):
+            inferred: PrimExpr = op.const(-(-extent.value // product.value), extent.dtype)
+        elif _const(product) == 1:  # [None, 1, ...]: a symbolic loop's sampled tiles
+            inferred = extent
+        else:
+            inferred = op.floordiv(op.add(extent, _minus_one(product)), product)
         return [inferred if f is None else f for f in known]
     total, size = _const(product), _const(loop.extent)
     if total is not None and size is not None and total < size:
