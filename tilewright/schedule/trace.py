@@ -372,6 +372,8 @@ def _encode(value: object, names: dict[Ref, str]) -> object:
         return {"str": value}
     if isinstance(value, list | tuple):
         return [_encode(v, names) for v in value]
+    if isinstance(value, dict):
+        return {"dict": [[str(k), _encode(v, names)] for k, v in value.items()]}
     return _plain(value, "input")
 
 
@@ -380,6 +382,8 @@ def _decode(value: object, refs: dict[str, Ref]) -> object:
         if value not in refs and value.startswith('"'):
             return json.loads(value)  # TVM writes a string input as its quoted text
         return refs[value]
+    if isinstance(value, dict) and "dict" in value:
+        return {k: _decode(v, refs) for k, v in value["dict"]}
     if isinstance(value, dict):
         return value["str"]
     if isinstance(value, list):
