@@ -236,3 +236,32 @@ def test_reverse_compute_inline_needs_the_producer_over_what_the_consumer_reads(
     sch = Schedule(partly_read)
     sch.compute_inline("B")  # the other direction is fine: C reads what it needs
     check_schedule(sch, partly_read)
+
+
+@T.prim_func
+def viewed(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    B = T.alloc_buffer((16, 16))
+    for i, j in T.grid(16, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i in range(4):
+        with T.block("C"):
+            vi = T.axis.spatial(4, i)
+            T.reads(B[vi * 4 : vi * 4 + 4, 0:16])
+            T.writes(C[vi * 4 : vi * 4 + 4, 0:16])
+            B_tile = T.match_buffer(B[vi * 4 : vi * 4 + 4, 0:16], (4, 16))
+            for ii, jj in T.grid(4, 16):
+                C[vi * 4 + ii, jj] = B_tile[ii, jj] + T.float32(1)
+
+
+def test_compute_inline_refuses_a_consumer_viewing_the_buffer_through_match_buffer() -> None:
+    # Loads of B_tile are not loads of B: inlining would leave the view of a removed buffer.
+    sch = Schedule(viewed)
+    error = check_refused(
+        sch,
+        lambda: sch.compute_inline("B"),
+        "block 'C' views buffer 'B' as 'B_tile' through T.match_buffer",
+    )
+    assert error.rule == "opaque-access"
+    check_schedule(sch, viewed, viewed)

@@ -23,10 +23,19 @@ from tilewright.schedule.dataflow import (
     scope_blocks,
     scope_path,
 )
-from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.error import ScheduleError, register_rules
 from tilewright.schedule.primitives.block_layout import _inverse  # the iter-map inverse
 from tilewright.schedule.primitives.caching import rebuild_at
 from tilewright.schedule.tree import Site, rebuild, update, walk
+
+register_rules(
+    {
+        "opaque-access": (
+            "an inlined buffer is accessed only by loads and stores, not viewed through "
+            "T.match_buffer"
+        )
+    }
+)
 
 
 def _store(primitive: str, site: Site, block: Block, role: str) -> BufferStore:
@@ -134,6 +143,25 @@ def _check_output(primitive: str, site: Site, buffer: Buffer, block: Block) -> N
         )
 
 
+def _check_no_view(primitive: str, site: Site, buffer: Buffer) -> None:
+    """No block views ``buffer`` through ``T.match_buffer``: loads through the view are not
+    loads of ``buffer``, so inlining could not replace them (TVM: an opaque access)."""
+    for path in walk(site.func.body):
+        node = path[-1]
+        if not isinstance(node, Block):
+            continue
+        for match in node.match_buffers:
+            if match.source.buffer is buffer:
+                raise ScheduleError(
+                    primitive,
+                    "opaque-access",
+                    f"block {node.name!r} views buffer {buffer.name!r} as "
+                    f"{match.buffer.name!r} through T.match_buffer",
+                    site.func,
+                    node,
+                )
+
+
 def _check_crossed(
     primitive: str,
     site: Site,
@@ -191,6 +219,7 @@ def compute_inline(site: Site) -> PrimFunc:
         )
     buffer = store.buffer
     _check_output("compute_inline", site, buffer, block)
+    _check_no_view("compute_inline", site, buffer)
     blocks = scope_blocks(scope_path(site))
     check_single_writer("compute_inline", site, blocks, block)
     me = find(blocks, block)
