@@ -9,7 +9,7 @@ from tilewright.arith.int_set import IntervalSet, eval_set
 from tilewright.arith.iter_map import is_affine
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
-from tilewright.ir.expr import Add, IntImm, PrimExpr, Range, Sub, Var
+from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import collect_vars
 from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, Stmt, seq
@@ -27,6 +27,7 @@ from tilewright.schedule.dataflow import (
     scope_blocks,
 )
 from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.primitives.access_inverse import instances_touching
 from tilewright.schedule.region import access_regions, clip, relax_region, relaxed_domain
 from tilewright.schedule.tree import Site, loop_domain, update
 
@@ -292,20 +293,6 @@ def _loops_under(other: ScopeBlock, loop: For) -> list[For]:
     return [s for s in other.path[start + 1 :] if isinstance(s, For)]
 
 
-def _offset(index: PrimExpr, iter_vars: set[Var]) -> tuple[Var, int] | None:
-    """``index`` as ``v + c`` for a block iterator ``v``."""
-    if isinstance(index, Var) and index in iter_vars:
-        return index, 0
-    if (
-        isinstance(index, Add | Sub)
-        and isinstance(index.a, Var)
-        and index.a in iter_vars
-        and isinstance(index.b, IntImm)
-    ):
-        return index.a, index.b.value if isinstance(index, Add) else -index.b.value
-    return None
-
-
 def _iter_ranges(
     block: Block,
     related: list[ScopeBlock],
@@ -317,22 +304,13 @@ def _iter_ranges(
     """Each iterator's range for one iteration of the loop: from the region the related
     blocks need (or wrote) through the block's own access, else its whole domain."""
     own = block.reads if reverse else block.writes
-    iter_vars = {iv.var for iv in block.iter_vars}
+    dom = {iv.var: iv.dom for iv in block.iter_vars}
     found: dict[Var, IntervalSet] = {}
     for decl in own:
         required = _required(related, decl.buffer, loop, outer, ana, reads=not reverse)
         if required is None:
             continue
-        for rng, need in zip(decl.region, required):
-            hit = _offset(rng.min, iter_vars)
-            if hit is None or not isinstance(rng.extent, IntImm):
-                continue
-            if need.min_value is None or need.max_value is None:
-                continue
-            var, c = hit
-            low = ana.simplify(op.sub(need.min_value, c))
-            high = ana.simplify(op.sub(need.max_value, c + rng.extent.value - 1))
-            piece = IntervalSet(low, high)
+        for var, piece in instances_touching(decl, dom, required, ana).items():
             found[var] = found[var].union(piece, ana) if var in found else piece
     ranges = []
     for iv in block.iter_vars:

@@ -1,0 +1,214 @@
+"""compute_at / reverse_compute_at domains: the moved block's iterators are solved from the
+region needed per iteration through its own access map, exactly: a reversed index
+(``B[15 - vi]``), a one-to-one ``B[vi // 4, vi % 4]``, floordiv reads, and producers grouped
+by ``blockize`` (``B[vi_o * 4 : vi_o * 4 + 4]``) compute only what one iteration needs."""
+
+from __future__ import annotations
+
+from schedule_checks import check_schedule
+
+from tilewright.script import tir as T
+from tilewright.tir import Schedule
+
+
+@T.prim_func
+def reversed_write(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((16,))
+    for i in range(16):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i)
+            B[15 - vi] = A[vi] * T.float32(2)
+    for i0, i1 in T.grid(4, 4):
+        with T.block("C"):
+            vi = T.axis.spatial(16, i0 * 4 + i1)
+            C[vi] = B[vi] + T.float32(1)
+
+
+def test_compute_at_inverts_a_reversed_write() -> None:
+    # C's i0-th iteration reads B[4 * i0 : 4 * i0 + 4], which B's vi in [12 - 4 * i0, 16 - 4 * i0)
+    # write: 4 instances per iteration, not all 16.
+    @T.prim_func
+    def expected(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+        B = T.alloc_buffer((16,))
+        for i0 in range(4):
+            for ax0 in range(4):
+                with T.block("B"):
+                    vi = T.axis.spatial(16, 12 - i0 * 4 + ax0)
+                    B[15 - vi] = A[vi] * T.float32(2)
+            for i1 in range(4):
+                with T.block("C"):
+                    vi = T.axis.spatial(16, i0 * 4 + i1)
+                    C[vi] = B[vi] + T.float32(1)
+
+    sch = Schedule(reversed_write)
+    i0, _ = sch.get_loops("C")
+    sch.compute_at("B", i0)
+    check_schedule(sch, reversed_write, expected)
+
+
+@T.prim_func
+def reversed_read(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((16,))
+    for i0, i1 in T.grid(4, 4):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i0 * 4 + i1)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(16):
+        with T.block("C"):
+            vi = T.axis.spatial(16, i)
+            C[vi] = B[15 - vi] + T.float32(1)
+
+
+def test_reverse_compute_at_inverts_a_reversed_read() -> None:
+    @T.prim_func
+    def expected(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+        B = T.alloc_buffer((16,))
+        for i0 in range(4):
+            for i1 in range(4):
+                with T.block("B"):
+                    vi = T.axis.spatial(16, i0 * 4 + i1)
+                    B[vi] = A[vi] * T.float32(2)
+            for ax0 in range(4):
+                with T.block("C"):
+                    vi = T.axis.spatial(16, 12 - i0 * 4 + ax0)
+                    C[vi] = B[15 - vi] + T.float32(1)
+
+    sch = Schedule(reversed_read)
+    i0, _ = sch.get_loops("B")
+    sch.reverse_compute_at("C", i0)
+    check_schedule(sch, reversed_read, expected)
+
+
+@T.prim_func
+def folded_write(A: T.Buffer((64,), "float32"), C: T.Buffer((16, 4), "float32")):
+    B = T.alloc_buffer((16, 4))
+    for i in range(64):
+        with T.block("B"):
+            vi = T.axis.spatial(64, i)
+            B[vi // 4, vi % 4] = A[vi] * T.float32(2)
+    for i, j in T.grid(16, 4):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+def test_compute_at_inverts_a_one_to_one_floordiv_floormod_write() -> None:
+    # Row i of B is written by vi in [4 * i, 4 * i + 4): the map (vi // 4, vi % 4) inverted.
+    @T.prim_func
+    def expected(A: T.Buffer((64,), "float32"), C: T.Buffer((16, 4), "float32")):
+        B = T.alloc_buffer((16, 4))
+        for i in range(16):
+            for ax0 in range(4):
+                with T.block("B"):
+                    vi = T.axis.spatial(64, i * 4 + ax0)
+                    B[vi // 4, vi % 4] = A[vi] * T.float32(2)
+            for j in range(4):
+                with T.block("C"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    C[vi, vj] = B[vi, vj] + T.float32(1)
+
+    sch = Schedule(folded_write)
+    i, _ = sch.get_loops("C")
+    sch.compute_at("B", i)
+    check_schedule(sch, folded_write, expected)
+
+
+def test_reverse_compute_at_of_a_consumer_of_a_floordiv_floormod_write() -> None:
+    @T.prim_func
+    def expected(A: T.Buffer((64,), "float32"), C: T.Buffer((16, 4), "float32")):
+        B = T.alloc_buffer((16, 4))
+        for i in range(64):
+            with T.block("B"):
+                vi = T.axis.spatial(64, i)
+                B[vi // 4, vi % 4] = A[vi] * T.float32(2)
+            with T.block("C"):
+                vi = T.axis.spatial(16, i // 4)
+                vj = T.axis.spatial(4, i % 4)
+                C[vi, vj] = B[vi, vj] + T.float32(1)
+
+    sch = Schedule(folded_write)
+    (i,) = sch.get_loops("B")
+    sch.reverse_compute_at("C", i)
+    check_schedule(sch, folded_write, expected)
+
+
+@T.prim_func
+def quarter_read(A: T.Buffer((16,), "float32"), C: T.Buffer((64,), "float32")):
+    B = T.alloc_buffer((16,))
+    for i in range(16):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i0, i1 in T.grid(8, 8):
+        with T.block("C"):
+            vi = T.axis.spatial(64, i0 * 8 + i1)
+            C[vi] = B[vi // 4] + T.float32(1)
+
+
+def test_compute_at_under_a_floordiv_read() -> None:
+    @T.prim_func
+    def expected(A: T.Buffer((16,), "float32"), C: T.Buffer((64,), "float32")):
+        B = T.alloc_buffer((16,))
+        for i0 in range(8):
+            for ax0 in range(2):
+                with T.block("B"):
+                    vi = T.axis.spatial(16, i0 * 2 + ax0)
+                    B[vi] = A[vi] * T.float32(2)
+            for i1 in range(8):
+                with T.block("C"):
+                    vi = T.axis.spatial(64, i0 * 8 + i1)
+                    C[vi] = B[vi // 4] + T.float32(1)
+
+    sch = Schedule(quarter_read)
+    i0, _ = sch.get_loops("C")
+    sch.compute_at("B", i0)
+    check_schedule(sch, quarter_read, expected)
+
+
+@T.prim_func
+def two_stage_32(A: T.Buffer((32, 32), "float32"), C: T.Buffer((32, 32), "float32")):
+    B = T.alloc_buffer((32, 32))
+    for i, j in T.grid(32, 32):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(32, 32):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+def test_compute_at_of_a_blockized_producer_computes_the_tiles_one_iteration_reads() -> None:
+    # B_o writes 4 x 4 tiles B[vi_o * 4 : vi_o * 4 + 4, ...]; C's i_0-th iteration reads rows
+    # [8 * i_0, 8 * i_0 + 8): the two tile rows 2 * i_0 and 2 * i_0 + 1, every tile column.
+    @T.prim_func
+    def expected(A: T.Buffer((32, 32), "float32"), C: T.Buffer((32, 32), "float32")):
+        B = T.alloc_buffer((32, 32))
+        for i_0 in range(4):
+            for ax0, ax1 in T.grid(2, 8):
+                with T.block("B_o"):
+                    vi_o = T.axis.spatial(8, i_0 * 2 + ax0)
+                    vj_o = T.axis.spatial(8, ax1)
+                    T.reads(A[vi_o * 4 : vi_o * 4 + 4, vj_o * 4 : vj_o * 4 + 4])
+                    T.writes(B[vi_o * 4 : vi_o * 4 + 4, vj_o * 4 : vj_o * 4 + 4])
+                    for i_1, j_1 in T.grid(4, 4):
+                        with T.block("B"):
+                            vi = T.axis.spatial(32, vi_o * 4 + i_1)
+                            vj = T.axis.spatial(32, vj_o * 4 + j_1)
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
+            for i_1, j in T.grid(8, 32):
+                with T.block("C"):
+                    vi = T.axis.spatial(32, i_0 * 8 + i_1)
+                    vj = T.axis.spatial(32, j)
+                    C[vi, vj] = B[vi, vj] + T.float32(1)
+
+    sch = Schedule(two_stage_32)
+    i, j = sch.get_loops("B")
+    i_0, i_1 = sch.split(i, [None, 4])
+    j_0, j_1 = sch.split(j, [None, 4])
+    sch.reorder(i_0, j_0, i_1, j_1)
+    sch.blockize(i_1)
+    ci, _ = sch.get_loops("C")
+    ci_0, _ = sch.split(ci, [None, 8])
+    sch.compute_at("B_o", ci_0)
+    check_schedule(sch, two_stage_32, expected)
