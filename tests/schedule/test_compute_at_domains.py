@@ -212,3 +212,76 @@ def test_compute_at_of_a_blockized_producer_computes_the_tiles_one_iteration_rea
     ci_0, _ = sch.split(ci, [None, 8])
     sch.compute_at("B_o", ci_0)
     check_schedule(sch, two_stage_32, expected)
+
+
+@T.prim_func
+def layout_trans(A: T.Buffer((1, 3, 5, 5, 16), "float32"), C: T.Buffer((1, 6, 5, 5, 8), "float32")):
+    B = T.alloc_buffer((1, 3, 5, 5, 16))
+    for i0, i1, i2, i3, i4 in T.grid(1, 3, 5, 5, 16):
+        with T.block("compute"):
+            v0, v1, v2, v3, v4 = T.axis.remap("SSSSS", [i0, i1, i2, i3, i4])
+            B[v0, v1, v2, v3, v4] = A[v0, v1, v2, v3, v4] + T.float32(1)
+    for ax0, ax1, ax2, ax3, ax4 in T.grid(1, 6, 5, 5, 8):
+        with T.block("T_layout_trans"):
+            v0, v1, v2, v3, v4 = T.axis.remap("SSSSS", [ax0, ax1, ax2, ax3, ax4])
+            C[v0, v1, v2, v3, v4] = B[v0, (v1 * 8 + v4) // 16, v2, v3, (v1 * 8 + v4) % 16]
+
+
+def test_reverse_compute_at_of_a_layout_transform_reading_through_floordiv_and_floormod() -> None:
+    # Channel block i1 of B (16 channels) holds the consumer's channels 2 * i1 and 2 * i1 + 1.
+    @T.prim_func
+    def expected(A: T.Buffer((1, 3, 5, 5, 16), "float32"), C: T.Buffer((1, 6, 5, 5, 8), "float32")):
+        B = T.alloc_buffer((1, 3, 5, 5, 16))
+        for i0, i1 in T.grid(1, 3):
+            for i2, i3, i4 in T.grid(5, 5, 16):
+                with T.block("compute"):
+                    v0, v1, v2, v3, v4 = T.axis.remap("SSSSS", [i0, i1, i2, i3, i4])
+                    B[v0, v1, v2, v3, v4] = A[v0, v1, v2, v3, v4] + T.float32(1)
+            for ax0, ax1, ax2, ax3 in T.grid(2, 5, 5, 8):
+                with T.block("T_layout_trans"):
+                    v0 = T.axis.spatial(1, 0)
+                    v1 = T.axis.spatial(6, i1 * 2 + ax0)
+                    v2, v3, v4 = T.axis.remap("SSS", [ax1, ax2, ax3])
+                    C[v0, v1, v2, v3, v4] = B[v0, (v1 * 8 + v4) // 16, v2, v3, (v1 * 8 + v4) % 16]
+
+    sch = Schedule(layout_trans)
+    _, i1, _, _, _ = sch.get_loops("compute")
+    sch.reverse_compute_at("T_layout_trans", i1)
+    check_schedule(sch, layout_trans, expected)
+
+
+@T.prim_func
+def grouped_bias(X: T.Buffer((720, 2), "float32"), Y: T.Buffer((720, 2), "float32")):
+    B = T.alloc_buffer((45,))
+    for i in range(45):
+        with T.block("init"):
+            vi = T.axis.spatial(45, i)
+            B[vi] = T.Cast("float32", vi)
+    for c_o, w, c_i in T.grid(2, 2, 360):
+        with T.block("compute"):
+            ww = T.axis.spatial(2, w)
+            cc = T.axis.spatial(720, c_o * 360 + c_i)
+            Y[cc, ww] = X[cc, ww] + B[cc // 16]
+
+
+def test_compute_at_takes_the_largest_extent_of_a_group_that_does_not_divide() -> None:
+    # 360 channels of 16 per group: c_o = 0 reads groups [0, 22], c_o = 1 groups [22, 44]; 23
+    # instances per iteration (TVM's bound), not all 45.
+    @T.prim_func
+    def expected(X: T.Buffer((720, 2), "float32"), Y: T.Buffer((720, 2), "float32")):
+        B = T.alloc_buffer((45,))
+        for c_o in range(2):
+            for ax0 in range(23):
+                with T.block("init"):
+                    vi = T.axis.spatial(45, c_o * 45 // 2 + ax0)
+                    B[vi] = T.Cast("float32", vi)
+            for w, c_i in T.grid(2, 360):
+                with T.block("compute"):
+                    ww = T.axis.spatial(2, w)
+                    cc = T.axis.spatial(720, c_o * 360 + c_i)
+                    Y[cc, ww] = X[cc, ww] + B[cc // 16]
+
+    sch = Schedule(grouped_bias)
+    c_o, _, _ = sch.get_loops("compute")
+    sch.compute_at("init", c_o)
+    check_schedule(sch, grouped_bias, expected)

@@ -4,6 +4,9 @@ iteration only the region that iteration needs."""
 
 from __future__ import annotations
 
+import itertools
+import math
+
 from tilewright.arith.analyzer import Analyzer
 from tilewright.arith.int_set import IntervalSet, eval_set
 from tilewright.arith.iter_map import is_affine
@@ -11,7 +14,7 @@ from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
-from tilewright.ir.functor import collect_vars
+from tilewright.ir.functor import collect_vars, substitute
 from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, Stmt, seq
 from tilewright.schedule.dataflow import (
     ScopeBlock,
@@ -319,10 +322,39 @@ def _iter_ranges(
         rng = iv.dom
         if clipped is not None and clipped.min_value is not None and clipped.max_value is not None:
             extent = ana.simplify(op.add(op.sub(clipped.max_value, clipped.min_value), 1))
+            if not isinstance(extent, IntImm):
+                # An extent that varies with the outer loops ((360 * c + 359) // 16 - 360 * c
+                # // 16 + 1: 23, then 22): its largest value, as TVM takes the bound.
+                extent = _largest(extent, outer, ana) or extent
             if isinstance(extent, IntImm) and extent.value > 0:
                 rng = Range(clipped.min_value, extent)
         ranges.append(rng)
     return ranges
+
+
+def _largest(expr: PrimExpr, outer: list[For], ana: Analyzer) -> IntImm | None:
+    """The largest value of ``expr`` over the outer loops it uses, counted point by point
+    (interval bounds lose the correlation between ``(360 * c + 359) // 16`` and ``c * 45 //
+    2``); None past 4096 points or for a loop of symbolic extent."""
+    used = set(collect_vars(expr))
+    loops = [f for f in outer if f.loop_var in used]
+    if len(loops) != len(used):
+        return None
+    sizes = [
+        (f.min.value, f.extent.value)
+        for f in loops
+        if isinstance(f.min, IntImm) and isinstance(f.extent, IntImm)
+    ]
+    if len(sizes) != len(loops) or math.prod(n for _, n in sizes) > 4096:
+        return None
+    best: IntImm | None = None
+    for point in itertools.product(*(range(lo, lo + n) for lo, n in sizes)):
+        values = {f.loop_var: op.const(p, f.loop_var.dtype) for f, p in zip(loops, point)}
+        value = ana.simplify(substitute(expr, values))
+        if not isinstance(value, IntImm):
+            return None
+        best = value if best is None or value.value > best.value else best
+    return best
 
 
 def _check_cover(
