@@ -1,12 +1,15 @@
 """compute_at / reverse_compute_at domains: the moved block's iterators are solved from the
 region needed per iteration through its own access map, exactly: a reversed index
 (``B[15 - vi]``), a one-to-one ``B[vi // 4, vi % 4]``, floordiv reads, and producers grouped
-by ``blockize`` (``B[vi_o * 4 : vi_o * 4 + 4]``) compute only what one iteration needs."""
+by ``blockize`` (``B[vi_o * 4 : vi_o * 4 + 4]``) compute only what one iteration needs; a
+consumer reading windows runs once, in the iteration that completes its window."""
 
 from __future__ import annotations
 
-from schedule_checks import check_schedule
+import numpy as np
+from schedule_checks import check_refused, check_schedule
 
+import tilewright as tw
 from tilewright.script import tir as T
 from tilewright.tir import Schedule
 
@@ -285,3 +288,89 @@ def test_compute_at_takes_the_largest_extent_of_a_group_that_does_not_divide() -
     c_o, _, _ = sch.get_loops("compute")
     sch.compute_at("init", c_o)
     check_schedule(sch, grouped_bias, expected)
+
+
+@T.prim_func
+def window_of_a_parameter(
+    A: T.Buffer((10,), "float32"), B: T.Buffer((10,), "float32"), C: T.Buffer((8,), "float32")
+):
+    for i in range(10):
+        with T.block("B"):
+            vi = T.axis.spatial(10, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + B[vi + 2]
+
+
+def test_reverse_compute_at_reads_past_one_iteration_of_an_ascending_producer() -> None:
+    # Iteration i writes B[i]; C[vi] reads B[vi] and B[vi + 2], so it runs once, in iteration
+    # vi + 2, reading B[vi] from an earlier iteration (B is a parameter: its storage stays).
+    @T.prim_func
+    def expected(
+        A: T.Buffer((10,), "float32"), B: T.Buffer((10,), "float32"), C: T.Buffer((8,), "float32")
+    ):
+        for i in range(10):
+            with T.block("B"):
+                vi = T.axis.spatial(10, i)
+                B[vi] = A[vi] * T.float32(2)
+            with T.block("C"):
+                vi = T.axis.spatial(8, i - 2)
+                T.where(i - 2 >= 0)
+                C[vi] = B[vi] + B[vi + 2]
+
+    sch = Schedule(window_of_a_parameter)
+    (i,) = sch.get_loops("B")
+    sch.reverse_compute_at("C", i)
+    check_schedule(sch, window_of_a_parameter, expected)
+    a = np.random.default_rng(0).standard_normal(10).astype("float32")
+    b, c = np.zeros(10, "float32"), np.zeros(8, "float32")
+    tw.build(sch.mod, target="c")["main"](a, b, c)
+    np.testing.assert_allclose(c, 2 * a[:8] + 2 * a[2:], rtol=1e-6)
+
+
+@T.prim_func
+def window_of_a_descending_producer(
+    A: T.Buffer((10,), "float32"), B: T.Buffer((10,), "float32"), C: T.Buffer((8,), "float32")
+):
+    for i in range(10):
+        with T.block("B"):
+            vi = T.axis.spatial(10, 9 - i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + B[vi + 2]
+
+
+def test_reverse_compute_at_refuses_reading_what_a_descending_producer_writes_later() -> None:
+    sch = Schedule(window_of_a_descending_producer)
+    (i,) = sch.get_loops("B")
+    error = check_refused(sch, lambda: sch.reverse_compute_at("C", i), "beyond the region")
+    assert error.rule == "region-cover"
+
+
+@T.prim_func
+def straddling_tiles(A: T.Buffer((16,), "float32"), C: T.Buffer((15,), "float32")):
+    B = T.alloc_buffer((16,))
+    for i0, i1 in T.grid(4, 4):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i0 * 4 + i1)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(15):
+        with T.block("C"):
+            vi = T.axis.spatial(15, i)
+            C[vi] = B[vi] + B[vi + 1]
+
+
+def test_reverse_compute_at_refuses_a_window_across_tiles_of_an_allocated_buffer() -> None:
+    # C[3] reads B[3] (tile 0) and B[4] (tile 1). Computing in each tile only the windows
+    # inside it would skip C[3], C[7] and C[11]; computing C[3] with tile 1 reads B[3] from an
+    # earlier iteration, which the per-iteration allocation of B after lowering does not keep.
+    sch = Schedule(straddling_tiles)
+    i0, _ = sch.get_loops("B")
+    error = check_refused(
+        sch, lambda: sch.reverse_compute_at("C", i0), "only a parameter buffer keeps"
+    )
+    assert error.rule == "region-cover"

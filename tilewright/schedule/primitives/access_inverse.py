@@ -18,11 +18,18 @@ from tilewright.schedule.primitives.block_layout import _inverse  # the iter-map
 
 
 def instances_touching(
-    region: BufferRegion, dom: dict[Var, Range], need: Sequence[IntervalSet], ana: Analyzer
+    region: BufferRegion,
+    dom: dict[Var, Range],
+    need: Sequence[IntervalSet],
+    ana: Analyzer,
+    last: bool = False,
 ) -> dict[Var, IntervalSet]:
     """For the iterators of ``dom`` that ``region`` (an access of one block instance) is
     indexed by, the interval of values whose access meets the box ``need``; an iterator not
-    found here is left out (the caller keeps its whole domain).
+    found here is left out (the caller keeps its whole domain). With ``last`` (a consumer
+    read ``B[v + c : v + c + E]`` placed after its producer), the instances whose access
+    *ends* in the box: each instance then runs once, in the iteration that completes its
+    window.
 
     Example::
 
@@ -35,7 +42,7 @@ def instances_touching(
         if want.min_value is None or want.max_value is None:
             unsolved = True
             continue
-        hit = _solve_dim(rng, dom, want.min_value, want.max_value, ana)
+        hit = _solve_dim(rng, dom, want.min_value, want.max_value, ana, last)
         if hit is None:
             unsolved = unsolved or any(v in dom for v in collect_vars(rng.min))
             continue
@@ -58,7 +65,12 @@ def _intersect(a: IntervalSet, b: IntervalSet, ana: Analyzer) -> IntervalSet:
 
 
 def _solve_dim(
-    rng: Range, dom: dict[Var, Range], low: PrimExpr, high: PrimExpr, ana: Analyzer
+    rng: Range,
+    dom: dict[Var, Range],
+    low: PrimExpr,
+    high: PrimExpr,
+    ana: Analyzer,
+    last: bool = False,
 ) -> tuple[Var, IntervalSet] | None:
     """One dimension accessed at ``[k * v + c, k * v + c + E)``: the ``v`` whose access meets
     ``[low, high]``. ``k == 1`` keeps the instances whose access lies inside (the rule the
@@ -83,16 +95,18 @@ def _solve_dim(
         return None
     base = total.base if isinstance(total.base, PrimExpr) else op.const(total.base, var.dtype)
     k = split.scale
-    if k == 1:
-        first, last = op.sub(low, base), op.sub(high, op.add(base, extent - 1))
+    if k == 1 and last:
+        first, final = op.sub(low, op.add(base, extent - 1)), op.sub(high, op.add(base, extent - 1))
+    elif k == 1:
+        first, final = op.sub(low, base), op.sub(high, op.add(base, extent - 1))
     elif k > 1:
         first = op.floordiv(op.add(op.sub(low, base), k - extent), k)
-        last = op.floordiv(op.sub(high, base), k)
+        final = op.floordiv(op.sub(high, base), k)
     elif k == -1 and extent == 1:
-        first, last = op.sub(base, high), op.sub(base, low)
+        first, final = op.sub(base, high), op.sub(base, low)
     else:
         return None
-    return var, IntervalSet(ana.simplify(first), ana.simplify(last))
+    return var, IntervalSet(ana.simplify(first), ana.simplify(final))
 
 
 def _solve_bijective(

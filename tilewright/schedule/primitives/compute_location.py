@@ -9,7 +9,7 @@ import math
 
 from tilewright.arith.analyzer import Analyzer
 from tilewright.arith.int_set import IntervalSet, eval_set
-from tilewright.arith.iter_map import is_affine
+from tilewright.arith.iter_map import NotAffine, is_affine, normalize
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
 from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
@@ -313,7 +313,7 @@ def _iter_ranges(
         required = _required(related, decl.buffer, loop, outer, ana, reads=not reverse)
         if required is None:
             continue
-        for var, piece in instances_touching(decl, dom, required, ana).items():
+        for var, piece in instances_touching(decl, dom, required, ana, reverse).items():
             found[var] = found[var].union(piece, ana) if var in found else piece
     ranges = []
     for iv in block.iter_vars:
@@ -373,7 +373,7 @@ def _check_cover(
         written = _required(related, decl.buffer, loop, outer, ana, reads=False)
         if written is None:
             continue
-        for rng, have in zip(decl.region, written):
+        for dim, (rng, have) in enumerate(zip(decl.region, written)):
             low = eval_set(rng.min, dom, ana).min_value
             high = eval_set(op.add(rng.min, rng.extent - 1), dom, ana).max_value
             ok = (
@@ -381,9 +381,23 @@ def _check_cover(
                 and high is not None
                 and have.min_value is not None
                 and have.max_value is not None
-                and ana.can_prove(op.ge(low, have.min_value))
                 and ana.can_prove(op.le(high, have.max_value))
             )
+            if ok and not ana.can_prove(op.ge(low, have.min_value)):
+                ok = _slides(written, dim, loop, outer, ana)
+                if ok and decl.buffer not in param_buffers(site.func):
+                    # Lowering allocates the buffer where all its accesses meet, inside the
+                    # loop, and sizes it for one iteration: the earlier elements are gone.
+                    raise ScheduleError(
+                        primitive,
+                        "region-cover",
+                        f"block {block.name!r} reads buffer {decl.buffer.name!r} below what "
+                        f"one iteration of loop {loop.loop_var.name!r} writes; only a "
+                        "parameter buffer keeps the earlier iterations' elements (an "
+                        "allocated one is allocated per iteration once lowered)",
+                        site.func,
+                        block,
+                    )
             if not ok:
                 raise ScheduleError(
                     primitive,
@@ -393,6 +407,47 @@ def _check_cover(
                     site.func,
                     block,
                 )
+
+
+def _slides(
+    written: list[IntervalSet], dim: int, loop: For, outer: list[For], ana: Analyzer
+) -> bool:
+    """Whether a consumer may read, along ``dim``, below what one iteration of ``loop``
+    writes: the producers write that dimension in program order, one contiguous ascending
+    run of ``W`` elements per iteration (the start is ``W`` times the fused index of the
+    serial loops it uses, ``loop`` innermost), and the other dimensions stay put across
+    those iterations, so what lies below was written by the iterations before."""
+    have = written[dim]
+    if have.min_value is None or have.max_value is None:
+        return False
+    width = ana.simplify(op.add(op.sub(have.max_value, have.min_value), 1))
+    if not isinstance(width, IntImm):
+        return False
+    try:
+        total = normalize(have.min_value, loop_domain(outer))
+    except NotAffine:
+        return False
+    chain = sorted(total.args, key=lambda a: a.scale)
+    loops = {f.loop_var: f for f in outer}
+    expected = width.value
+    for k, split in enumerate(chain):
+        var = split.mark.source
+        if not isinstance(var, Var) or var not in loops or split.lower_factor != 1:
+            return False
+        if split.scale != expected or (k == 0 and var is not loop.loop_var):
+            return False
+        if loops[var].kind not in (ForKind.SERIAL, ForKind.UNROLLED):
+            return False
+        expected *= split.extent if isinstance(split.extent, int) else 0
+    if not chain:
+        return False
+    first = min(outer.index(loops[s.mark.source]) for s in chain)  # type: ignore[index]
+    moving = {f.loop_var for f in outer[first:]}
+    return all(
+        not (set(collect_vars((other.min_value, other.max_value))) & moving)
+        for d, other in enumerate(written)
+        if d != dim
+    )
 
 
 def _check_dense(
