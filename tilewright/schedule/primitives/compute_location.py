@@ -321,15 +321,44 @@ def _iter_ranges(
         clipped = None if found_piece is None else clip(found_piece, iv.dom, ana)
         rng = iv.dom
         if clipped is not None and clipped.min_value is not None and clipped.max_value is not None:
-            extent = ana.simplify(op.add(op.sub(clipped.max_value, clipped.min_value), 1))
+            start = clipped.min_value
+            extent = ana.simplify(op.add(op.sub(clipped.max_value, start), 1))
             if not isinstance(extent, IntImm):
                 # An extent that varies with the outer loops ((360 * c + 359) // 16 - 360 * c
-                # // 16 + 1: 23, then 22): its largest value, as TVM takes the bound.
-                extent = _largest(extent, outer, ana) or extent
+                # // 16 + 1: 23, then 22): its largest value, as TVM takes the bound, from a
+                # start that is linear in them (c * 45 // 2 over c < 2 is c * 22); a start
+                # such as c * 8 // 9 would make the binding non-affine: whole domain then.
+                linear = _linear(start, outer, ana)
+                largest = _largest(extent, outer, ana)
+                if linear is not None and largest is not None:
+                    start, extent = linear, largest
             if isinstance(extent, IntImm) and extent.value > 0:
-                rng = Range(clipped.min_value, extent)
+                rng = Range(start, extent)
         ranges.append(rng)
     return ranges
+
+
+def _linear(expr: PrimExpr, outer: list[For], ana: Analyzer) -> PrimExpr | None:
+    """``expr`` of one outer loop ``t`` (constant range) as ``a + b * t`` where its values
+    over that range are linear, else None."""
+    used = set(collect_vars(expr))
+    loops = [f for f in outer if f.loop_var in used]
+    if len(loops) != 1 or len(used) != 1:
+        return None
+    (f,) = loops
+    if not (isinstance(f.min, IntImm) and isinstance(f.extent, IntImm)) or f.extent.value > 4096:
+        return None
+    values = []
+    for t in range(f.min.value, f.min.value + f.extent.value):
+        value = ana.simplify(substitute(expr, {f.loop_var: op.const(t, f.loop_var.dtype)}))
+        if not isinstance(value, IntImm):
+            return None
+        values.append(value.value)
+    step = values[1] - values[0] if len(values) > 1 else 0
+    if any(b - a != step for a, b in itertools.pairwise(values)):
+        return None
+    offset = op.sub(f.loop_var, f.min) if f.min.value else f.loop_var
+    return ana.simplify(op.add(op.mul(offset, step), values[0]))
 
 
 def _largest(expr: PrimExpr, outer: list[For], ana: Analyzer) -> IntImm | None:
