@@ -412,7 +412,12 @@ def _check_cover(
                 and have.max_value is not None
                 and ana.can_prove(op.le(high, have.max_value))
             )
-            if ok and not ana.can_prove(op.ge(low, have.min_value)):
+            if (
+                ok
+                and low is not None
+                and have.min_value is not None
+                and not ana.can_prove(op.ge(low, have.min_value))
+            ):
                 ok = _slides(written, dim, loop, outer, ana)
                 if ok and decl.buffer not in param_buffers(site.func):
                     # Lowering allocates the buffer where all its accesses meet, inside the
