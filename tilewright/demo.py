@@ -55,10 +55,10 @@ def cpu_schedule(mod: tw.IRModule, tile_i: int = 8, tile_j: int = 32, tile_k: in
     sch.reverse_compute_at(c_local, i0)
     b_panel = sch.cache_read(block, 1, "local")
     sch.compute_at(b_panel, j0)
-    sch.decompose_reduction(block, k0)
     sch.unroll(i1)
     sch.vectorize(j1)
-    sch.parallel(j0)
+    sch.parallel(j0)  # before decompose_reduction: TVM refuses a loop over an init-less update
+    sch.decompose_reduction(block, k0)
     return sch
 
 

@@ -26,7 +26,6 @@ from tilewright.meta_schedule.feature_extractor import (
 from tilewright.meta_schedule.runner.runner import RunnerResult
 from tilewright.meta_schedule.search_strategy.search_strategy import MeasureCandidate
 from tilewright.meta_schedule.testing.workloads import WORKLOADS
-from tilewright.schedule import Schedule
 from tilewright.script import tir as T
 
 NAMES = feature_names()
@@ -122,16 +121,26 @@ def test_matmul_flops_loops_and_accesses() -> None:
     assert np.isfinite(f).all()
 
 
+@T.prim_func
+def matmul64_parallel(
+    A: T.Buffer((64, 64), "float32"),
+    B: T.Buffer((64, 64), "float32"),
+    C: T.Buffer((64, 64), "float32"),
+):
+    # written out: parallel and vectorize refuse matmul64's init-less update (as TVM does)
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    for i in T.parallel(64, annotations={"pragma_auto_unroll_max_step": 64}):
+        for k, j_0 in T.grid(64, 8):
+            for j_1 in T.vectorized(8):
+                with T.block("C"):
+                    vi = T.axis.spatial(64, i)
+                    vj = T.axis.spatial(64, j_0 * 8 + j_1)
+                    vk = T.axis.reduce(64, k)
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
 def test_vectorize_parallel_and_unroll_features() -> None:
-    sch = Schedule(matmul64)
-    block = sch.get_block("C")
-    i, j, k = sch.get_loops(block)
-    sch.reorder(i, k, j)
-    sch.parallel(i)
-    _, j1 = sch.split(j, [None, 8])
-    sch.vectorize(j1)
-    sch.annotate(i, "pragma_auto_unroll_max_step", 64)
-    f = per_store_features(sch.mod)
+    f = per_store_features(matmul64_parallel)
     assert column(f, "vec_num")[0] == pytest.approx(log(1))
     assert column(f, "vec_len")[0] == pytest.approx(log(8))
     assert column(f, "vec_innermost")[0] == 1

@@ -62,3 +62,23 @@ def test_annotate_refuses_a_value_without_a_script_form() -> None:
         sch, lambda: sch.annotate(i, "k", object()), r"annotation value .* is not a bool, int"
     )
     assert error.rule == "argument"
+
+
+def test_annotate_with_a_dict_value() -> None:
+    # TVM accepts a Map as an annotation value (nested lists and strings inside); the trace keeps
+    # the dict, and JSON and Python replay rebuild it.
+    @T.prim_func
+    def expected(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+        for i in T.serial(8, annotations={"k": {"b": [1, 2], "a": "x"}}):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                T.block_attr({"layout": {"scale": 1.5, "order": {"inner": 0}}})
+                B[vi] = A[vi]
+
+    sch = Schedule(copy)
+    (i,) = sch.get_loops("B")
+    sch.annotate(i, "k", {"a": "x", "b": [1, 2]})
+    sch.annotate("B", "layout", {"order": {"inner": 0}, "scale": 1.5})
+    check_schedule(sch, copy, expected)
+    assert dict(sch.get(i).annotations)["k"] == (("a", "x"), ("b", (1, 2)))
+    assert "ann_val={'a': 'x', 'b': (1, 2)}" in str(sch.trace)

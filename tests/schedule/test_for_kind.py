@@ -213,3 +213,91 @@ def test_unroll_accepts_any_loop() -> None:
     sch, (_, k) = _loops(row_sum)
     sch.unroll(k)
     check_schedule(sch, row_sum)
+
+
+@T.prim_func
+def sum_into_reduction_index(A: T.Buffer((8, 16), "float32"), B: T.Buffer((16,), "float32")):
+    for i, k in T.grid(8, 16):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vk] = T.float32(0)
+            B[vk] = B[vk] + A[vi, vk]
+
+
+def test_parallel_refuses_a_reduction_that_indexes_its_output_by_a_reduction_iterator() -> None:
+    # i drives only the spatial vi, yet every i updates all of B: the iterations race.
+    sch = Schedule(sum_into_reduction_index)
+    i, _ = sch.get_loops("B")
+    error = check_refused(
+        sch,
+        lambda: sch.parallel(i),
+        "block 'B' under loop 'i' is neither complete nor a reduction: a reduction iterator "
+        "indexes the buffer 'B'",
+    )
+    assert error.rule == "compact-dataflow"
+    assert "does not have compact dataflow" in str(error)  # TVM's words, for code matching them
+
+
+@T.prim_func
+def prefix_sum(A: T.Buffer((16,), "float32")):
+    for i in range(15):
+        with T.block("scan"):
+            A[i + 1] = A[i + 1] + A[i]
+
+
+def test_vectorize_refuses_a_block_without_iterators_that_updates_in_place() -> None:
+    sch = Schedule(prefix_sum)
+    (i,) = sch.get_loops("scan")
+    error = check_refused(
+        sch, lambda: sch.vectorize(i), "it reads buffer 'A', which it writes, without an init"
+    )
+    assert error.rule == "compact-dataflow"
+    sch.unroll(i)  # unroll keeps the order of iterations: accepted
+    check_schedule(sch, prefix_sum)
+
+
+@T.prim_func
+def matmul_16(
+    A: T.Buffer((16, 16), "float32"),
+    B: T.Buffer((16, 16), "float32"),
+    C: T.Buffer((16, 16), "float32"),
+):
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+def test_parallel_refuses_a_loop_over_a_decomposed_update_but_not_before_decomposing() -> None:
+    sch = Schedule(matmul_16)
+    i, _, k = sch.get_loops("C")
+    sch.decompose_reduction("C", k)
+    error = check_refused(sch, lambda: sch.parallel(i), "neither complete nor a reduction")
+    assert error.rule == "compact-dataflow"
+    # TVM's order: parallelize first, then decompose (the init nest copies the loop kinds).
+    sch = Schedule(matmul_16)
+    i, _, k = sch.get_loops("C")
+    sch.parallel(i)
+    sch.decompose_reduction("C", k)
+    check_schedule(sch, matmul_16)
+    assert "for i in T.parallel(16):" in sch.mod["main"].script()
+
+
+def test_parallel_refuses_two_writers_of_one_buffer_under_the_loop() -> None:
+    @T.prim_func
+    def two_writers(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+        for i in range(8):
+            with T.block("first"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi]
+            with T.block("second"):
+                vi = T.axis.spatial(8, 7 - i)
+                B[vi] = A[vi] * T.float32(2)
+
+    sch = Schedule(two_writers)
+    (i,) = sch.get_loops("first")
+    error = check_refused(sch, lambda: sch.parallel(i), "block 'second' under it also writes 'B'")
+    assert error.rule == "compact-dataflow"

@@ -236,3 +236,81 @@ def test_reverse_compute_inline_needs_the_producer_over_what_the_consumer_reads(
     sch = Schedule(partly_read)
     sch.compute_inline("B")  # the other direction is fine: C reads what it needs
     check_schedule(sch, partly_read)
+
+
+@T.prim_func
+def viewed(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    B = T.alloc_buffer((16, 16))
+    for i, j in T.grid(16, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i in range(4):
+        with T.block("C"):
+            vi = T.axis.spatial(4, i)
+            T.reads(B[vi * 4 : vi * 4 + 4, 0:16])
+            T.writes(C[vi * 4 : vi * 4 + 4, 0:16])
+            B_tile = T.match_buffer(B[vi * 4 : vi * 4 + 4, 0:16], (4, 16))
+            for ii, jj in T.grid(4, 16):
+                C[vi * 4 + ii, jj] = B_tile[ii, jj] + T.float32(1)
+
+
+def test_compute_inline_refuses_a_consumer_viewing_the_buffer_through_match_buffer() -> None:
+    # Loads of B_tile are not loads of B: inlining would leave the view of a removed buffer.
+    sch = Schedule(viewed)
+    error = check_refused(
+        sch,
+        lambda: sch.compute_inline("B"),
+        "block 'C' views buffer 'B' as 'B_tile' through T.match_buffer",
+    )
+    assert error.rule == "opaque-access"
+    check_schedule(sch, viewed, viewed)
+
+
+@T.prim_func
+def tiled_then_cropped(A: T.Buffer((32, 32), "float32"), C: T.Buffer((30, 29), "float32")):
+    B = T.alloc_buffer((4, 4, 8, 8))
+    for i0, j0, i1, j1 in T.grid(4, 4, 8, 8):
+        with T.block("B"):
+            vi, vj, vm, vn = T.axis.remap("SSSS", [i0, j0, i1, j1])
+            B[vi, vj, vm, vn] = A[vi * 8 + vm, vj * 8 + vn] * T.float32(2)
+    for i, j in T.grid(30, 29):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi // 8, vj // 8, vi % 8, vj % 8] + T.float32(1)
+
+
+def test_reverse_compute_inline_an_injective_load_whose_divisor_does_not_divide() -> None:
+    # vi // 8, vi % 8 over vi < 30 is one to one but 8 does not divide 30: the load is inverted
+    # over vi < 32 and the producer keeps only the elements C read (TVM guards them too).
+    @T.prim_func
+    def expected(A: T.Buffer((32, 32), "float32"), C: T.Buffer((30, 29), "float32")):
+        for i0, j0, i1, j1 in T.grid(4, 4, 8, 8):
+            with T.block("B"):
+                vi, vj, vm, vn = T.axis.remap("SSSS", [i0, j0, i1, j1])
+                T.where(i0 * 8 + i1 < 30 and j0 * 8 + j1 < 29)
+                C[vi * 8 + vm, vj * 8 + vn] = A[vi * 8 + vm, vj * 8 + vn] * T.float32(
+                    2
+                ) + T.float32(1)
+
+    sch = Schedule(tiled_then_cropped)
+    sch.reverse_compute_inline("C")
+    check_schedule(sch, tiled_then_cropped, expected)
+
+
+def test_reverse_compute_inline_still_refuses_a_padded_load_that_is_not_one_to_one() -> None:
+    @T.prim_func
+    def folded(A: T.Buffer((32, 32), "float32"), C: T.Buffer((30,), "float32")):
+        B = T.alloc_buffer((4, 8))
+        for i0, i1 in T.grid(4, 8):
+            with T.block("B"):
+                vi, vm = T.axis.remap("SS", [i0, i1])
+                B[vi, vm] = A[vi, vm] * T.float32(2)
+        for i in range(30):
+            with T.block("C"):
+                vi = T.axis.spatial(30, i)
+                C[vi] = B[vi // 8, vi % 4] + T.float32(1)
+
+    sch = Schedule(folded)
+    error = check_refused(sch, lambda: sch.reverse_compute_inline("C"), "must read 'B' one to one")
+    assert error.rule == "inline-body"

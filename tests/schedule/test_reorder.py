@@ -179,6 +179,44 @@ def test_reorder_refuses_a_block_whose_binding_is_not_affine() -> None:
     assert error.rule == "affine-binding"
 
 
+def test_reorder_refuses_a_binding_that_sums_loops_without_fusing_them() -> None:
+    # vi = i + j takes i and j at the same scale: no single fused iterator of (i, j), so TVM
+    # calls the binding not affine; i * 4 + j (a fused index) is accepted.
+    @T.prim_func
+    def diagonal(A: T.Buffer((8, 4), "float32"), B: T.Buffer((8, 4), "float32")):
+        for i, j in T.grid(4, 4):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i + j)
+                vj = T.axis.spatial(4, j)
+                B[vi, vj] = A[vi, vj] + T.float32(1)
+
+    sch, (i, j) = _loops(diagonal, "B")
+    error = check_refused(
+        sch, lambda: sch.reorder(j, i), r"i \+ j: the terms i \+ j do not tile one iteration"
+    )
+    assert error.rule == "affine-binding"
+
+    @T.prim_func
+    def fused(A: T.Buffer((16, 4), "float32"), B: T.Buffer((16, 4), "float32")):
+        for i, j in T.grid(4, 4):
+            with T.block("B"):
+                vi = T.axis.spatial(16, i * 4 + j)
+                vj = T.axis.spatial(4, j)
+                B[vi, vj] = A[vi, vj] + T.float32(1)
+
+    @T.prim_func
+    def fused_swapped(A: T.Buffer((16, 4), "float32"), B: T.Buffer((16, 4), "float32")):
+        for j, i in T.grid(4, 4):
+            with T.block("B"):
+                vi = T.axis.spatial(16, i * 4 + j)
+                vj = T.axis.spatial(4, j)
+                B[vi, vj] = A[vi, vj] + T.float32(1)
+
+    sch, (i, j) = _loops(fused, "B")
+    sch.reorder(j, i)
+    check_schedule(sch, fused, fused_swapped)
+
+
 def test_reorder_refuses_to_swap_pieces_of_a_fused_spatial_and_reduction_loop() -> None:
     # vi and vk both depend on the two pieces; swapping them would visit vk > 0 before
     # vk == 0 for some output, where the init has to run first.

@@ -9,10 +9,20 @@ from tilewright.arith.iter_map import is_affine
 from tilewright.ir.expr import IntImm, PrimExpr, Var
 from tilewright.ir.functor import collect_vars
 from tilewright.ir.scope import unknown_scope_message
-from tilewright.ir.stmt import BlockRealize, For, ForKind, IterKind, Stmt
+from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, Stmt
 from tilewright.ir.structural import structural_equal
-from tilewright.schedule.error import ScheduleError
-from tilewright.schedule.tree import Path, Site, loop_domain, walk
+from tilewright.schedule.error import ScheduleError, register_rules
+from tilewright.schedule.tree import Path, Site, children, loop_domain, walk
+
+register_rules(
+    {
+        "compact-dataflow": (
+            "every block under a parallel or vectorized loop is complete (spatial, not reading "
+            "what it writes) or a reduction (with an init), and the only writer there of its "
+            "outputs"
+        )
+    }
+)
 
 THREAD_TAG = re.compile(r"^(blockIdx|threadIdx|vthread)\.[xyz]$|^vthread$")
 
@@ -119,6 +129,68 @@ def check_parallelizable(primitive: str, site: Site, thread_tag: str = "") -> No
                 site.func,
                 loop,
             )
+
+
+def child_blocks(site: Site) -> list[Path]:
+    """Paths to the blocks under the node that no other block under it encloses."""
+    found: list[Path] = []
+    stack: list[Path] = [site.path]
+    while stack:
+        path = stack.pop()
+        if isinstance(path[-1], BlockRealize) and len(path) > len(site.path):
+            found.append(path)
+            continue
+        stack.extend((*path, c) for c in reversed(children(path[-1])))
+    return found
+
+
+def check_compact_dataflow(primitive: str, site: Site) -> None:
+    """TVM's compact data flow under a loop made parallel or vectorized: each block under it
+    is complete (spatial iterators only, no buffer both read and written) or a reduction
+    (an init, reduction iterators absent from its write indices), and is the only block under
+    the loop writing its outputs. An in-place update such as ``A[i + 1] = A[i + 1] + A[i]``
+    is neither: its iterations depend on each other."""
+    loop = site.node
+    assert isinstance(loop, For)
+    blocks = [p[-1] for p in child_blocks(site)]
+    for realize in blocks:
+        assert isinstance(realize, BlockRealize)
+        block = realize.block
+        reason = _not_compact(block)
+        if reason is None:
+            writes = {r.buffer for r in block.writes}
+            for other in blocks:
+                assert isinstance(other, BlockRealize)
+                shared = writes & {r.buffer for r in other.block.writes}
+                if other is not realize and shared:
+                    name = sorted(b.name for b in shared)[0]
+                    reason = f"block {other.block.name!r} under it also writes {name!r}"
+                    break
+        if reason is not None:
+            raise ScheduleError(
+                primitive,
+                "compact-dataflow",
+                f"block {block.name!r} under loop {loop.loop_var.name!r} is neither complete nor "
+                f"a reduction: {reason}",
+                site.func,
+                block,
+            )
+
+
+def _not_compact(block: Block) -> str | None:
+    reduce = {iv.var for iv in block.iter_vars if iv.kind is IterKind.REDUCE}
+    if block.init is None:
+        both = {r.buffer for r in block.reads} & {r.buffer for r in block.writes}
+        if reduce:
+            return "it has reduction iterators but no init"
+        if both:
+            name = sorted(b.name for b in both)[0]
+            return f"it reads buffer {name!r}, which it writes, without an init"
+        return None
+    for region in block.writes:
+        if uses(tuple(r.min for r in region.region), reduce):
+            return f"a reduction iterator indexes the buffer {region.buffer.name!r} it writes"
+    return None
 
 
 def check_thread_axis(primitive: str, site: Site, tag: str) -> None:

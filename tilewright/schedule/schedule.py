@@ -398,13 +398,15 @@ def _factor(value: object) -> int | PrimExpr | None:
     return int(value)
 
 
-def _annotation_value(value: object) -> AttrValue:
+def _annotation_value(value: object) -> AttrValue | dict[str, Any]:
     if isinstance(value, list | tuple):
         return tuple(_annotation_value(v) for v in value)
+    if isinstance(value, dict):  # TVM's Map value, kept by the trace; the IR sorts its keys
+        return {str(k): _annotation_value(v) for k, v in value.items()}
     if isinstance(value, bool | int | float | str | PrimExpr):
         return value
     raise ScheduleError(
         "annotate",
         "argument",
-        f"annotation value {value!r} is not a bool, int, float, str, expression or list",
+        f"annotation value {value!r} is not a bool, int, float, str, expression, list or dict",
     )

@@ -422,6 +422,8 @@ def _encode(value: object, names: dict[Ref, str]) -> object:
         return {"str": value}
     if isinstance(value, list | tuple):
         return [_encode(v, names) for v in value]
+    if isinstance(value, dict):
+        return {"dict": [[str(k), _encode(v, names)] for k, v in value.items()]}
     return _plain(value, "input")
 
 
@@ -432,6 +434,8 @@ def _decode(value: object, refs: dict[str, Ref]) -> object:
         if value == "None" and value not in refs:
             return None  # TVM writes a missing input (a split's inferred factor) so
         return refs[value]
+    if isinstance(value, dict) and "dict" in value:
+        return {k: _decode(v, refs) for k, v in value["dict"]}
     if isinstance(value, dict):
         return parse_rv_expr(value["expr"], refs) if "expr" in value else value["str"]
     if isinstance(value, list):

@@ -71,6 +71,9 @@ PHRASES: tuple[Phrase, ...] = (
     ),
     Phrase("affine-binding", "The block is required to have an affine binding"),
     Phrase(
+        "compact-dataflow", "The queried subtree root in SRef tree does not have compact dataflow"
+    ),
+    Phrase(
         "block-iter-kind", "The block has block iter type other than data-parallel or reduction"
     ),
     Phrase("inline-body", "The block has init statement", when="has an init"),

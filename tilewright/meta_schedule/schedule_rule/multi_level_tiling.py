@@ -325,7 +325,10 @@ def _reuse_order(sch: Schedule, block: BlockRV, index: int, level: list[LoopRV])
     if not first or not last:
         return None
     if level != first + last:
-        sch.reorder(*first, *last)
+        try:
+            sch.reorder(*first, *last)
+        except ScheduleError:  # a block attached there earlier binds a window (j_0 + ax2)
+            return None
         level[:] = first + last
     return first[-1]
 

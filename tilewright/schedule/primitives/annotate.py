@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.stmt import AttrValue, Block, For, attrs
 from tilewright.schedule.error import ScheduleError
@@ -12,7 +14,7 @@ def _name(node: For | Block) -> str:
     return f"loop {node.loop_var.name!r}" if isinstance(node, For) else f"block {node.name!r}"
 
 
-def annotate(site: Site, key: str, value: AttrValue) -> PrimFunc:
+def annotate(site: Site, key: str, value: AttrValue | dict[str, Any]) -> PrimFunc:
     """Set annotation ``key`` of the loop or block to ``value``.
 
     Example::
@@ -21,7 +23,7 @@ def annotate(site: Site, key: str, value: AttrValue) -> PrimFunc:
     """
     node = site.node
     assert isinstance(node, For | Block)
-    merged = dict(node.annotations)
+    merged: dict[str, Any] = dict(node.annotations)
     merged[key] = value
     return site.replaced(update(node, annotations=attrs(merged)))
 

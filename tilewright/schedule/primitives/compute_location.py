@@ -4,14 +4,17 @@ iteration only the region that iteration needs."""
 
 from __future__ import annotations
 
+import itertools
+import math
+
 from tilewright.arith.analyzer import Analyzer
 from tilewright.arith.int_set import IntervalSet, eval_set
-from tilewright.arith.iter_map import is_affine
+from tilewright.arith.iter_map import NotAffine, is_affine, normalize
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer, BufferRegion
-from tilewright.ir.expr import Add, IntImm, PrimExpr, Range, Sub, Var
+from tilewright.ir.expr import IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
-from tilewright.ir.functor import collect_vars
+from tilewright.ir.functor import collect_vars, substitute
 from tilewright.ir.stmt import Block, BlockRealize, For, ForKind, IterKind, Stmt, seq
 from tilewright.schedule.dataflow import (
     ScopeBlock,
@@ -27,6 +30,7 @@ from tilewright.schedule.dataflow import (
     scope_blocks,
 )
 from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.primitives.access_inverse import instances_touching
 from tilewright.schedule.region import access_regions, clip, relax_region, relaxed_domain
 from tilewright.schedule.tree import Site, loop_domain, update
 
@@ -292,20 +296,6 @@ def _loops_under(other: ScopeBlock, loop: For) -> list[For]:
     return [s for s in other.path[start + 1 :] if isinstance(s, For)]
 
 
-def _offset(index: PrimExpr, iter_vars: set[Var]) -> tuple[Var, int] | None:
-    """``index`` as ``v + c`` for a block iterator ``v``."""
-    if isinstance(index, Var) and index in iter_vars:
-        return index, 0
-    if (
-        isinstance(index, Add | Sub)
-        and isinstance(index.a, Var)
-        and index.a in iter_vars
-        and isinstance(index.b, IntImm)
-    ):
-        return index.a, index.b.value if isinstance(index, Add) else -index.b.value
-    return None
-
-
 def _iter_ranges(
     block: Block,
     related: list[ScopeBlock],
@@ -317,22 +307,13 @@ def _iter_ranges(
     """Each iterator's range for one iteration of the loop: from the region the related
     blocks need (or wrote) through the block's own access, else its whole domain."""
     own = block.reads if reverse else block.writes
-    iter_vars = {iv.var for iv in block.iter_vars}
+    dom = {iv.var: iv.dom for iv in block.iter_vars}
     found: dict[Var, IntervalSet] = {}
     for decl in own:
         required = _required(related, decl.buffer, loop, outer, ana, reads=not reverse)
         if required is None:
             continue
-        for rng, need in zip(decl.region, required):
-            hit = _offset(rng.min, iter_vars)
-            if hit is None or not isinstance(rng.extent, IntImm):
-                continue
-            if need.min_value is None or need.max_value is None:
-                continue
-            var, c = hit
-            low = ana.simplify(op.sub(need.min_value, c))
-            high = ana.simplify(op.sub(need.max_value, c + rng.extent.value - 1))
-            piece = IntervalSet(low, high)
+        for var, piece in instances_touching(decl, dom, required, ana, reverse).items():
             found[var] = found[var].union(piece, ana) if var in found else piece
     ranges = []
     for iv in block.iter_vars:
@@ -340,11 +321,69 @@ def _iter_ranges(
         clipped = None if found_piece is None else clip(found_piece, iv.dom, ana)
         rng = iv.dom
         if clipped is not None and clipped.min_value is not None and clipped.max_value is not None:
-            extent = ana.simplify(op.add(op.sub(clipped.max_value, clipped.min_value), 1))
+            start = clipped.min_value
+            extent = ana.simplify(op.add(op.sub(clipped.max_value, start), 1))
+            if not isinstance(extent, IntImm):
+                # An extent that varies with the outer loops ((360 * c + 359) // 16 - 360 * c
+                # // 16 + 1: 23, then 22): its largest value, as TVM takes the bound, from a
+                # start that is linear in them (c * 45 // 2 over c < 2 is c * 22); a start
+                # such as c * 8 // 9 would make the binding non-affine: whole domain then.
+                linear = _linear(start, outer, ana)
+                largest = _largest(extent, outer, ana)
+                if linear is not None and largest is not None:
+                    start, extent = linear, largest
             if isinstance(extent, IntImm) and extent.value > 0:
-                rng = Range(clipped.min_value, extent)
+                rng = Range(start, extent)
         ranges.append(rng)
     return ranges
+
+
+def _linear(expr: PrimExpr, outer: list[For], ana: Analyzer) -> PrimExpr | None:
+    """``expr`` of one outer loop ``t`` (constant range) as ``a + b * t`` where its values
+    over that range are linear, else None."""
+    used = set(collect_vars(expr))
+    loops = [f for f in outer if f.loop_var in used]
+    if len(loops) != 1 or len(used) != 1:
+        return None
+    (f,) = loops
+    if not (isinstance(f.min, IntImm) and isinstance(f.extent, IntImm)) or f.extent.value > 4096:
+        return None
+    values = []
+    for t in range(f.min.value, f.min.value + f.extent.value):
+        value = ana.simplify(substitute(expr, {f.loop_var: op.const(t, f.loop_var.dtype)}))
+        if not isinstance(value, IntImm):
+            return None
+        values.append(value.value)
+    step = values[1] - values[0] if len(values) > 1 else 0
+    if any(b - a != step for a, b in itertools.pairwise(values)):
+        return None
+    offset = op.sub(f.loop_var, f.min) if f.min.value else f.loop_var
+    return ana.simplify(op.add(op.mul(offset, step), values[0]))
+
+
+def _largest(expr: PrimExpr, outer: list[For], ana: Analyzer) -> IntImm | None:
+    """The largest value of ``expr`` over the outer loops it uses, counted point by point
+    (interval bounds lose the correlation between ``(360 * c + 359) // 16`` and ``c * 45 //
+    2``); None past 4096 points or for a loop of symbolic extent."""
+    used = set(collect_vars(expr))
+    loops = [f for f in outer if f.loop_var in used]
+    if len(loops) != len(used):
+        return None
+    sizes = [
+        (f.min.value, f.extent.value)
+        for f in loops
+        if isinstance(f.min, IntImm) and isinstance(f.extent, IntImm)
+    ]
+    if len(sizes) != len(loops) or math.prod(n for _, n in sizes) > 4096:
+        return None
+    best: IntImm | None = None
+    for point in itertools.product(*(range(lo, lo + n) for lo, n in sizes)):
+        values = {f.loop_var: op.const(p, f.loop_var.dtype) for f, p in zip(loops, point)}
+        value = ana.simplify(substitute(expr, values))
+        if not isinstance(value, IntImm):
+            return None
+        best = value if best is None or value.value > best.value else best
+    return best
 
 
 def _check_cover(
@@ -363,7 +402,7 @@ def _check_cover(
         written = _required(related, decl.buffer, loop, outer, ana, reads=False)
         if written is None:
             continue
-        for rng, have in zip(decl.region, written):
+        for dim, (rng, have) in enumerate(zip(decl.region, written)):
             low = eval_set(rng.min, dom, ana).min_value
             high = eval_set(op.add(rng.min, rng.extent - 1), dom, ana).max_value
             ok = (
@@ -371,9 +410,28 @@ def _check_cover(
                 and high is not None
                 and have.min_value is not None
                 and have.max_value is not None
-                and ana.can_prove(op.ge(low, have.min_value))
                 and ana.can_prove(op.le(high, have.max_value))
             )
+            if (
+                ok
+                and low is not None
+                and have.min_value is not None
+                and not ana.can_prove(op.ge(low, have.min_value))
+            ):
+                ok = _slides(written, dim, loop, outer, ana)
+                if ok and decl.buffer not in param_buffers(site.func):
+                    # Lowering allocates the buffer where all its accesses meet, inside the
+                    # loop, and sizes it for one iteration: the earlier elements are gone.
+                    raise ScheduleError(
+                        primitive,
+                        "region-cover",
+                        f"block {block.name!r} reads buffer {decl.buffer.name!r} below what "
+                        f"one iteration of loop {loop.loop_var.name!r} writes; only a "
+                        "parameter buffer keeps the earlier iterations' elements (an "
+                        "allocated one is allocated per iteration once lowered)",
+                        site.func,
+                        block,
+                    )
             if not ok:
                 raise ScheduleError(
                     primitive,
@@ -383,6 +441,47 @@ def _check_cover(
                     site.func,
                     block,
                 )
+
+
+def _slides(
+    written: list[IntervalSet], dim: int, loop: For, outer: list[For], ana: Analyzer
+) -> bool:
+    """Whether a consumer may read, along ``dim``, below what one iteration of ``loop``
+    writes: the producers write that dimension in program order, one contiguous ascending
+    run of ``W`` elements per iteration (the start is ``W`` times the fused index of the
+    serial loops it uses, ``loop`` innermost), and the other dimensions stay put across
+    those iterations, so what lies below was written by the iterations before."""
+    have = written[dim]
+    if have.min_value is None or have.max_value is None:
+        return False
+    width = ana.simplify(op.add(op.sub(have.max_value, have.min_value), 1))
+    if not isinstance(width, IntImm):
+        return False
+    try:
+        total = normalize(have.min_value, loop_domain(outer))
+    except NotAffine:
+        return False
+    chain = sorted(total.args, key=lambda a: a.scale)
+    loops = {f.loop_var: f for f in outer}
+    expected = width.value
+    for k, split in enumerate(chain):
+        var = split.mark.source
+        if not isinstance(var, Var) or var not in loops or split.lower_factor != 1:
+            return False
+        if split.scale != expected or (k == 0 and var is not loop.loop_var):
+            return False
+        if loops[var].kind not in (ForKind.SERIAL, ForKind.UNROLLED):
+            return False
+        expected *= split.extent if isinstance(split.extent, int) else 0
+    if not chain:
+        return False
+    first = min(outer.index(loops[s.mark.source]) for s in chain)  # type: ignore[index]
+    moving = {f.loop_var for f in outer[first:]}
+    return all(
+        not (set(collect_vars((other.min_value, other.max_value))) & moving)
+        for d, other in enumerate(written)
+        if d != dim
+    )
 
 
 def _check_dense(

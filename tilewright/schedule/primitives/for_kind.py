@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.stmt import ForKind
-from tilewright.schedule.legality import check_parallelizable, check_thread_axis
+from tilewright.schedule.legality import (
+    check_compact_dataflow,
+    check_parallelizable,
+    check_thread_axis,
+)
 from tilewright.schedule.tree import Site, update
 
 
@@ -20,6 +24,7 @@ def parallel(site: Site) -> PrimFunc:
         for i in range(64):   ->   for i in T.parallel(64):
     """
     check_parallelizable("parallel", site)
+    check_compact_dataflow("parallel", site)
     return _set_kind(site, ForKind.PARALLEL)
 
 
@@ -31,6 +36,7 @@ def vectorize(site: Site) -> PrimFunc:
         for j in range(4):   ->   for j in T.vectorized(4):
     """
     check_parallelizable("vectorize", site)
+    check_compact_dataflow("vectorize", site)
     return _set_kind(site, ForKind.VECTORIZED)
 
 

@@ -3,15 +3,17 @@ elementwise consumer into its producer (``reverse_compute_inline``)."""
 
 from __future__ import annotations
 
+import math
+
 from tilewright.arith.analyzer import Analyzer
 from tilewright.arith.int_set import eval_set
 from tilewright.arith.iter_map import detect_iter_map
 from tilewright.arith.region import block_access_regions
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer
-from tilewright.ir.expr import BufferLoad, IntImm, PrimExpr, Range, Var
+from tilewright.ir.expr import BufferLoad, FloorDiv, FloorMod, IntImm, PrimExpr, Range, Var
 from tilewright.ir.function import PrimFunc
-from tilewright.ir.functor import Mutator, Visitor, collect_vars, substitute
+from tilewright.ir.functor import Mutator, Visitor, collect_vars, post_order_visit, substitute
 from tilewright.ir.stmt import Block, BlockRealize, BufferStore, IterKind, Stmt
 from tilewright.ir.structural import structural_equal
 from tilewright.schedule.dataflow import (
@@ -23,10 +25,19 @@ from tilewright.schedule.dataflow import (
     scope_blocks,
     scope_path,
 )
-from tilewright.schedule.error import ScheduleError
+from tilewright.schedule.error import ScheduleError, register_rules
 from tilewright.schedule.primitives.block_layout import _inverse  # the iter-map inverse
 from tilewright.schedule.primitives.caching import rebuild_at
 from tilewright.schedule.tree import Site, rebuild, update, walk
+
+register_rules(
+    {
+        "opaque-access": (
+            "an inlined buffer is accessed only by loads and stores, not viewed through "
+            "T.match_buffer"
+        )
+    }
+)
 
 
 def _store(primitive: str, site: Site, block: Block, role: str) -> BufferStore:
@@ -134,6 +145,25 @@ def _check_output(primitive: str, site: Site, buffer: Buffer, block: Block) -> N
         )
 
 
+def _check_no_view(primitive: str, site: Site, buffer: Buffer) -> None:
+    """No block views ``buffer`` through ``T.match_buffer``: loads through the view are not
+    loads of ``buffer``, so inlining could not replace them (TVM: an opaque access)."""
+    for path in walk(site.func.body):
+        node = path[-1]
+        if not isinstance(node, Block):
+            continue
+        for match in node.match_buffers:
+            if match.source.buffer is buffer:
+                raise ScheduleError(
+                    primitive,
+                    "opaque-access",
+                    f"block {node.name!r} views buffer {buffer.name!r} as "
+                    f"{match.buffer.name!r} through T.match_buffer",
+                    site.func,
+                    node,
+                )
+
+
 def _check_crossed(
     primitive: str,
     site: Site,
@@ -191,6 +221,7 @@ def compute_inline(site: Site) -> PrimFunc:
         )
     buffer = store.buffer
     _check_output("compute_inline", site, buffer, block)
+    _check_no_view("compute_inline", site, buffer)
     blocks = scope_blocks(scope_path(site))
     check_single_writer("compute_inline", site, blocks, block)
     me = find(blocks, block)
@@ -308,6 +339,12 @@ def _invert_load(
     (None when always)."""
     dom = {iv.var: iv.dom for iv in block.iter_vars}
     result = detect_iter_map(indices, dom, check_level="bijective")
+    padded = _padded_domain(indices, dom) if not result else {}
+    if padded:
+        # Injective but not dividing (B[vi // 16, vi % 16] over vi < 127): invert over the
+        # padded domain (vi < 128) and keep only the producer's elements inside the real one.
+        retry = detect_iter_map(indices, {**dom, **padded}, check_level="bijective")
+        result = retry if retry else result
     if not result:
         raise _body_error(site, block, buffer, f"one to one ({'; '.join(result.errors)})")
     ana = Analyzer()
@@ -345,11 +382,39 @@ def _invert_load(
         else:
             value = op.add(substitute(value, shifted), iv.dom.min)
         mapping[iv.var] = ana.simplify(value)
+        if result and iv.var in padded:
+            conditions.append(op.lt(mapping[iv.var], op.add(iv.dom.min, iv.dom.extent)))
     guard: PrimExpr | None = None
     for cond in (ana.simplify(c) for c in conditions):
         if not (isinstance(cond, IntImm) and cond.value == 1):
             guard = cond if guard is None else op.logical_and(guard, cond)
     return mapping, guard
+
+
+def _padded_domain(indices: tuple[PrimExpr, ...], dom: dict[Var, Range]) -> dict[Var, Range]:
+    """The iterators under a constant ``//`` or ``%`` in ``indices`` whose extent that divisor
+    (the lcm of all of them) does not divide, each with its extent rounded up to a multiple."""
+    divisors: list[int] = []
+    inside: set[Var] = set()
+
+    def note(node: object) -> None:
+        if isinstance(node, FloorDiv | FloorMod) and isinstance(node.b, IntImm):
+            divisors.append(node.b.value)
+            inside.update(collect_vars(node.a))
+
+    post_order_visit(indices, note)
+    if not divisors or any(d <= 0 for d in divisors):
+        return {}
+    unit = math.lcm(*divisors)
+    padded: dict[Var, Range] = {}
+    for var in inside & set(dom):
+        rng = dom[var]
+        if not (isinstance(rng.extent, IntImm) and isinstance(rng.min, IntImm)):
+            continue
+        extent = rng.extent.value
+        if extent % unit:
+            padded[var] = Range(rng.min, op.const(-(-extent // unit) * unit, rng.extent.dtype))
+    return padded
 
 
 def _expr(value: int | PrimExpr, like: PrimExpr) -> PrimExpr:

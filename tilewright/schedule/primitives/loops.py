@@ -326,6 +326,17 @@ def check_partial_affine(top: Site) -> None:
                 top.func,
                 block,
             )
+        for value in realize.iter_values:
+            reason = _unfused(value, dom, realize.predicate)
+            if reason is not None:
+                raise ScheduleError(
+                    "reorder",
+                    "affine-binding",
+                    f"block {block.name!r} has a binding that is not affine in the loops being "
+                    f"reordered: {value}: {reason}",
+                    top.func,
+                    block,
+                )
         marks = _mark_sources(realize.iter_values, dom, realize.predicate)
         for lhs in _bounded_sums(realize.predicate):
             if len({v for v in collect_vars(lhs) if v in dom}) < 2:
@@ -340,6 +351,18 @@ def check_partial_affine(top: Site) -> None:
                     top.func,
                     block,
                 )
+
+
+def _unfused(value: PrimExpr, dom: dict[Var, Range], predicate: PrimExpr | None) -> str | None:
+    """Why the binding ``value`` is no single iterator of one fused space of its loops (TVM's
+    affine binding: ``i + j`` over two loops of 16 is a sum, not a fused ``i * 16 + j``), or
+    None; bindings with symbolic extents or coefficients are left to ``is_affine``."""
+    if any(v not in dom for v in collect_vars(value)):
+        return None
+    if any(_const(dom[v].extent) is None for v in collect_vars(value)):
+        return None
+    found = detect_iter_map([value], dom, predicate)
+    return None if found else found.errors[0]
 
 
 def _mark_sources(
