@@ -284,7 +284,7 @@ def read_twice(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
 
 @T.prim_func
 def nested(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
-    for o in range(1):  # under a loop: a nested block, not the function's root block
+    for _o in range(1):  # under a loop: a nested block, not the function's root block
         with T.block("outer"):
             for i in range(8):
                 with T.block("B"):
