@@ -196,9 +196,10 @@ def test_compute_at_of_a_blockized_producer_computes_the_tiles_one_iteration_rea
                     T.writes(B[vi_o * 4 : vi_o * 4 + 4, vj_o * 4 : vj_o * 4 + 4])
                     for i_1, j_1 in T.grid(4, 4):
                         with T.block("B"):
-                            vi = T.axis.spatial(32, vi_o * 4 + i_1)
-                            vj = T.axis.spatial(32, vj_o * 4 + j_1)
-                            B[vi, vj] = A[vi, vj] * T.float32(2)
+                            vi_i, vj_i = T.axis.remap("SS", [i_1, j_1])
+                            B[vi_o * 4 + vi_i, vj_o * 4 + vj_i] = A[
+                                vi_o * 4 + vi_i, vj_o * 4 + vj_i
+                            ] * T.float32(2)
             for i_1, j in T.grid(8, 32):
                 with T.block("C"):
                     vi = T.axis.spatial(32, i_0 * 8 + i_1)

@@ -93,7 +93,7 @@ def rfactor(loop_site: Site, factor_axis: int) -> tuple[PrimFunc, str]:
         raise ScheduleError(
             "rfactor",
             "serial-loop",
-            f"loop {loop.loop_var.name!r} is {loop.kind.value}, not serial",
+            f"loop {loop.loop_var.name!r} is {loop.kind.script_name}, not serial",
             func,
             loop,
         )
