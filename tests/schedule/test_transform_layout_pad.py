@@ -1,3 +1,4 @@
+# ruff: noqa: SIM300 - TVM prints padding predicates as `2 <= j`
 """transform_layout with padding: a split that does not divide stores the buffer in a larger
 box, and ``pad_value`` is written into the padding by the producer (rewritten over the new
 box with ``T.if_then_else``) or by a ``<buffer>_padding`` block after it (expected scripts,
@@ -36,8 +37,8 @@ def row_sums_padded(A: T.Buffer((14, 8), "int32"), C: T.Buffer((14,), "int32")):
         with T.block("B"):
             v0, v1, vk = T.axis.remap("SSR", [ax0, ax1, k])
             with T.init():
-                B[v0, v1] = T.if_then_else(v0 * 4 + v1 >= 14, v0 + v1, 0)
-            B[v0, v1] = T.if_then_else(v0 * 4 + v1 >= 14, v0 + v1, B[v0, v1] + A[v0 * 4 + v1, vk])
+                B[v0, v1] = T.if_then_else(v0 == 3 and 2 <= v1, v0 + v1, 0)
+            B[v0, v1] = T.if_then_else(v0 == 3 and 2 <= v1, v0 + v1, B[v0, v1] + A[v0 * 4 + v1, vk])
     for i in range(14):
         with T.block("C"):
             vi = T.axis.remap("S", [i])
@@ -71,7 +72,7 @@ def copy_twice_padded(A: T.Buffer((14,), "float32"), C: T.Buffer((14,), "float32
     for ax0, ax1 in T.grid(4, 4):
         with T.block("B_padding"):
             v0, v1 = T.axis.remap("SS", [ax0, ax1])
-            T.where(ax0 * 4 + ax1 >= 14)
+            T.where(ax0 == 3 and 2 <= ax1)
             B[v0, v1] = T.float32(1.5)
     for i in range(14):
         with T.block("C"):
@@ -202,7 +203,7 @@ def fused_padded(A: T.Buffer((14, 6), "float32"), C: T.Buffer((14, 6), "float32"
     for ax0, ax1, ax2 in T.grid(4, 6, 4):
         with T.block("B_padding"):
             v0, v1, v2 = T.axis.remap("SSS", [ax0, ax1, ax2])
-            T.where(ax0 * 4 + ax2 >= 14)
+            T.where(ax0 == 3 and 2 <= ax2)
             B[v0, v1, v2] = T.float32(0)
 
 
@@ -229,7 +230,7 @@ def opaque_producer_padded(A: T.Buffer((14,), "float32"), C: T.Buffer((14,), "fl
     for ax0, ax1 in T.grid(4, 4):
         with T.block("B"):
             B[ax0, ax1] = T.if_then_else(
-                ax0 * 4 + ax1 >= 14, T.float32(-1), A[ax0 * 4 + ax1] * T.float32(2)
+                ax0 == 3 and 2 <= ax1, T.float32(-1), A[ax0 * 4 + ax1] * T.float32(2)
             )
     for i in range(14):
         with T.block("C"):

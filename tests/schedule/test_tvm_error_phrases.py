@@ -29,6 +29,24 @@ def two_stages(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32"
 
 
 @T.prim_func
+def two_consumers(A: T.Buffer((16,), "float32"), D: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((16,))
+    C = T.alloc_buffer((16,))
+    for i in range(16):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(16):
+        with T.block("C"):
+            vi = T.axis.spatial(16, i)
+            C[vi] = B[vi] + T.float32(1)
+    for i in range(16):
+        with T.block("D"):
+            vi = T.axis.spatial(16, i)
+            D[vi] = B[vi] + C[vi]
+
+
+@T.prim_func
 def matmul(
     A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32")
 ):
@@ -142,6 +160,18 @@ CASES: list[tuple[str, Callable[[], object], Callable[[Schedule], object], str]]
         lambda: branching,
         _compute_at_not_all_consumers,
         "to be under the same block scope, and loop not to be the ancestor of block",
+    ),
+    (
+        "compute_at consumers",
+        lambda: two_consumers,
+        lambda sch: sch.compute_at(sch.get_block("B"), _loops(sch, "C")[0]),
+        r"requires all the consumer\(s\) of the given block to be present under the target loop",
+    ),
+    (
+        "reverse_compute_at producers",
+        lambda: two_consumers,
+        lambda sch: sch.reverse_compute_at(sch.get_block("D"), _loops(sch, "C")[0]),
+        r"requires all the producer\(s\) of the given block to be present under the target loop",
     ),
     (
         "cache_read storage scope",

@@ -30,6 +30,15 @@ def _block_name(detail: str) -> str:
     return f"Cannot find a block with the name: {found.group(1) if found else ''}"
 
 
+def _required_blocks(detail: str) -> str:
+    found = re.search(r"\b(consumer|producer)\b", detail)
+    relation = found.group(1) if found else "consumer"
+    return (
+        "Not all required blocks are under the loop scope: the primitive requires all the "
+        f"{relation}(s) of the given block to be present under the target loop"
+    )
+
+
 # The first entry that matches an error wins; order the specific ones first.
 PHRASES: tuple[Phrase, ...] = (
     Phrase("unknown-block", _block_name, when="has no block named"),
@@ -111,8 +120,8 @@ PHRASES: tuple[Phrase, ...] = (
         "not to be the ancestor of block",
         when="is already under",
     ),
-    Phrase("location", "Not all required blocks are under the loop scope", when="is not under"),
-    Phrase("location", "Not all required blocks are under the loop scope", when="has no"),
+    Phrase("location", _required_blocks, when="is not under"),
+    Phrase("location", _required_blocks, when="has no"),
     Phrase("same-scope", "Expected the block and loop to be under the same block scope"),
     Phrase("reduction-block", "Not a reduction block"),
     Phrase("reduction-index", "Not a reduction block"),

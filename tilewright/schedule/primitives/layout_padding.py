@@ -21,7 +21,17 @@ from tilewright.arith.region import block_access_regions
 from tilewright.ir import op
 from tilewright.ir.buffer import Buffer
 from tilewright.ir.dtype import bool_, int32
-from tilewright.ir.expr import FloatImm, FloorDiv, FloorMod, IntImm, PrimExpr, Range, Var
+from tilewright.ir.expr import (
+    Add,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Mul,
+    PrimExpr,
+    Range,
+    Var,
+)
 from tilewright.ir.function import PrimFunc
 from tilewright.ir.functor import collect_vars, post_order_visit, substitute
 from tilewright.ir.stmt import (
@@ -95,8 +105,9 @@ def padding_of(index_map: IndexMap, dims: list[int]) -> tuple[list[int], Padding
     for v, e in zip(new_vars, shape):
         analyzer.bind(v, Range(IntImm(0, int32), IntImm(e, int32)))
     inverse = {v: analyzer.simplify(x) for v, x in inverse.items()}
+    extents = dict(zip(new_vars, shape))
     outside = [
-        op.ge(inverse.get(v, IntImm(0, int32)), IntImm(e, int32))
+        _past_end(inverse.get(v, IntImm(0, int32)), e, extents)
         for v, e, p in zip(index_map.initial_indices, dims, padded)
         if p != e
     ]
@@ -105,6 +116,21 @@ def padding_of(index_map: IndexMap, dims: list[int]) -> tuple[list[int], Padding
         predicate = op.logical_or(predicate, term)
     padding = Padding(index_map.initial_indices, new_vars, inverse, analyzer.simplify(predicate))
     return shape, padding
+
+
+def _past_end(index: PrimExpr, extent: int, extents: dict[Var, int]) -> PrimExpr:
+    """``index >= extent``; for a split ``o * f + i`` (``i`` below ``f``, ``o`` up to the last
+    tile) TVM's per-dimension form ``o == extent // f and extent % f <= i``."""
+    if isinstance(index, Add) and isinstance(index.a, Mul) and isinstance(index.b, Var):
+        outer, factor, inner = index.a.a, index.a.b, index.b
+        if isinstance(outer, Var) and isinstance(factor, IntImm) and factor.value > 0:
+            f = factor.value
+            last, rest = divmod(extent, f)
+            if rest and extents.get(inner) == f and extents.get(outer) == last + 1:
+                return op.logical_and(
+                    op.eq(outer, IntImm(last, outer.dtype)), op.le(IntImm(rest, inner.dtype), inner)
+                )
+    return op.ge(index, IntImm(extent, int32))
 
 
 def _divisor(index_map: IndexMap, var: Var) -> int:

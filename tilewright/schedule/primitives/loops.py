@@ -80,7 +80,10 @@ def _split_factors(site: Site, factors: Sequence[Factor]) -> list[PrimExpr]:
         elif _const(product) == 1:  # [None, 1, ...]: a symbolic loop's sampled tiles
             inferred = extent
         else:
-            inferred = op.floordiv(op.add(extent, _minus_one(product)), product)
+            # TVM simplifies the ceiling: (n * 32 + 31) // 32 is n.
+            inferred = Analyzer().simplify(
+                op.floordiv(op.add(extent, _minus_one(product)), product)
+            )
         return [inferred if f is None else f for f in known]
     total, size = _const(product), _const(loop.extent)
     if total is not None and size is not None and total < size:
@@ -207,9 +210,13 @@ def fuse(sites: list[Site], preserve_unit_iters: bool = True) -> tuple[PrimFunc,
         if _const(e) == 1:
             mapping[f.loop_var] = op.const(0, f.loop_var.dtype)
             continue
-        value: PrimExpr = fused if _const(below) == 1 else op.floordiv(fused, below)
+        # TVM's form: ``f // below`` for the outermost loop, ``f % e`` for the innermost,
+        # ``f % (below * e) // below`` between (what the iterator maps print too).
+        value: PrimExpr = fused
         if f is not first:
-            value = op.floormod(value, e)
+            value = op.floormod(value, _times(below, e))
+        if _const(below) != 1:
+            value = op.floordiv(value, below)
         mapping[f.loop_var] = op.cast(value, f.loop_var.dtype)
         below = _times(below, e)
     dom = block_scope_domain(outer.path[:-1])
