@@ -10,19 +10,19 @@ Example::
 
 from __future__ import annotations
 
-from tilewright.schedule import (
+from tilewright.schedule import BlockRV as SBlockRV
+from tilewright.tir.schedule import (
     BlockRV,
     ExprRV,
+    IndexMap,
     Instruction,
     InstructionKind,
     LoopRV,
     Schedule,
     ScheduleError,
+    TensorIntrin,
     Trace,
 )
-from tilewright.schedule import BlockRV as SBlockRV
-from tilewright.schedule.index_map import IndexMap
-from tilewright.schedule.tensor_intrin import TensorIntrin
 
 __all__ = [
     "BlockRV",
